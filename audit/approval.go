@@ -21,6 +21,9 @@ const (
 	Denied   Verdict = "denied"
 )
 
+// MaxApprovalTTL bounds how long an approval stays valid ([Approval.TTL]).
+const MaxApprovalTTL = 30 * 24 * time.Hour
+
 // The payload keys of an approval record.
 const (
 	keyActionID = "action_id"
@@ -45,7 +48,7 @@ type Approval struct {
 	Decision Verdict
 	Approver string
 	Note     string
-	// TTL is how long the answer stays valid.
+	// TTL is how long the answer stays valid: at most [MaxApprovalTTL].
 	TTL time.Duration
 	// TimeMS is when it was written (set by [ApprovalOf]).
 	TimeMS int64
@@ -78,4 +81,28 @@ func ApprovalOf(rec blackboard.Record) (a Approval, ok bool) {
 		Approver: str(keyApprover), Note: str(keyNote), TTL: time.Duration(rec.Provenance.TTLMS) * time.Millisecond,
 		TimeMS: rec.Provenance.TimestampMS,
 	}, true
+}
+
+// Pending is a committed action that waits for an approver, as the tool
+// gate lists it (toolgate's Gate.Pending): what the person needs to
+// decide it, and what their answer (an [Approval]) names.
+type Pending struct {
+	ActionID string // the committed action, to approve
+	TraceID  string // its trace, to approve in
+	Tool     string // the tool called
+	// Caller is the caller that made the call; its writer ([audit.CallerWriter]) may
+	// not approve it.
+	Caller string
+	CallID string // the framework's call id, when it gave one
+	// Args are the committed arguments; Digest their digest
+	// (toolgate's ArgsDigest), which an approval binds.
+	Args   blackboard.Payload
+	Digest string
+	// Reason says why the call needs approval: "always", or the rule.
+	Reason string
+	// Decision is the latest answer recorded on the action, nil while
+	// none is: an approval it waits to run under, a denial it waits to be
+	// escalated for, or an approval that expired unused (past
+	// Decision.TimeMS + Decision.TTL), which a new answer may supersede.
+	Decision *Approval
 }

@@ -183,15 +183,22 @@ func Of(rec blackboard.Record) (r Entry, ok bool) {
 
 // Query narrows [List]. A zero field matches everything.
 type Query struct {
+	// TraceID keeps the records of one trace (read through its index).
 	TraceID string
-	Kind    string
+	// Kind keeps the records of one action type or tool ([Entry.Kind]).
+	Kind string
+	// Tool keeps the records whose context names the tool (the tool gate
+	// writes it under "tool"), so it finds a call's whole chain: refusal
+	// or commit, result, escalation and its fallback.
+	Tool string
+	// Outcome keeps the records with that outcome.
 	Outcome Outcome
 }
 
 // Match reports whether r passes the filter.
 func (f Query) Match(r Entry) bool {
 	return (f.TraceID == "" || r.TraceID == f.TraceID) && (f.Kind == "" || r.Kind == f.Kind) &&
-		(f.Outcome == "" || r.Outcome == f.Outcome)
+		(f.Tool == "" || r.Context["tool"] == any(f.Tool)) && (f.Outcome == "" || r.Outcome == f.Outcome)
 }
 
 // List streams the decision records the reader sees that match f, in

@@ -1,8 +1,14 @@
 // Package audit is the record layer of governed calls: decision records
 // (the audit log of every executed, refused or escalated call), approval
-// records and the tool-call gate's effect records ([Effect], under
-// [KeyEffect] in the percepts the gate writes), each with one encoder and
-// one decoder ([Effect.Encode] and [EffectOf] for an effect).
+// records ([Approval]: an approver's typed answer, and [Pending]: an
+// action waiting for one), the tool-call gate's effect records ([Effect],
+// under [KeyEffect] in the percepts the gate writes) and its policy
+// snapshots ([Policy], in the namespace's [PolicyTrace]), each with one
+// encoder and one decoder ([Effect.Encode] and [EffectOf] for an effect,
+// [Policy.Follow] and [PolicyOf] for a snapshot). The kinds of the
+// records the gate writes ([KindAttempt], [KindRequest], [KindPolicy],
+// ...) and the writer ids it writes them under ([CallerWriter],
+// [DeriverWriter], [GateWriter]) are defined here too, for every reader.
 //
 // The kernel decides and appends; it does not know these shapes. The tool
 // gate and the orchestrator build a [Entry] from what the kernel decided
@@ -18,7 +24,10 @@
 //
 // [About] reads the decision record written with a record, by id, at the
 // same cost at any length of the trace; [List] streams the decision
-// records of a trace or of the namespace, for recovery and for people.
+// records of a trace or of the namespace that match a [Query] (trace,
+// kind, tool, outcome), for recovery and for people. [PolicyOf] checks a
+// snapshot against the hash its record names ([ErrPolicyTampered]), so
+// that what a replay or an inspector reads is what was in force.
 //
 // The functions are safe for concurrent use.
 package audit

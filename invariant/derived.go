@@ -7,12 +7,11 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/toolgate"
 )
 
 // deriverPrefix begins the writer id under which the gate proposes the
-// beliefs a tool derives ([toolgate.DeriverWriter]).
-var deriverPrefix = toolgate.DeriverWriter("")
+// beliefs a tool derives ([audit.DeriverWriter]).
+var deriverPrefix = audit.DeriverWriter("")
 
 // derived checks the beliefs of t that tools derive ([derivedSource]): a
 // proposal written as a tool's deriver depends on exactly one record, a

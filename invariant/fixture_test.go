@@ -83,7 +83,7 @@ func (d *desk) call(trace, tool string, args any) toolgate.Result {
 // orders.
 func (d *desk) request(trace string, orders ...string) {
 	d.t.Helper()
-	if err := d.g.RecordRequest(d.ctx, trace, toolgate.Request{Principal: "ann", Resources: map[string][]string{"order": orders}}); err != nil {
+	if err := d.g.RecordRequest(d.ctx, trace, audit.Request{Principal: "ann", Resources: map[string][]string{"order": orders}}); err != nil {
 		d.t.Fatal(err)
 	}
 }
@@ -105,7 +105,7 @@ func (d *desk) refund(trace, order string, amount float64) toolgate.Result {
 	res := d.call(trace, "issue_refund", refundArgs{OrderID: order, Amount: amount})
 	if res.Outcome == audit.OutcomePendingApproval {
 		var err error
-		res, err = d.g.Approver("manager").Resolve(d.ctx, toolgate.Answer{TraceID: trace, ActionID: res.ActionID, Digest: res.ArgsDigest, Verdict: audit.Approved, Note: "ok"})
+		res, err = d.g.Approver("manager").Resolve(d.ctx, audit.Approval{TraceID: trace, ActionID: res.ActionID, Digest: res.ArgsDigest, Decision: audit.Approved, Note: "ok"})
 		if err != nil {
 			d.t.Fatal(err)
 		}

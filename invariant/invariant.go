@@ -8,8 +8,8 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/snapshot"
 	"github.com/blackboardkernel/bk/store"
-	"github.com/blackboardkernel/bk/toolgate"
 )
 
 // The invariants (see the package documentation), as a [Violation]
@@ -53,7 +53,7 @@ func Check(ctx context.Context, st store.Store) ([]Violation, error) {
 		if err != nil {
 			return nil, err
 		}
-		if toolgate.IsPolicyTrace(ts.TraceID) {
+		if audit.IsPolicyTrace(ts.TraceID) {
 			if err := c.readPolicies(ts.Namespace, ts.TraceID); err != nil {
 				return nil, err
 			}
@@ -115,8 +115,8 @@ func (c *checker) report(n string, traceID, recordID, detail string) {
 // nsPolicy is what the policy snapshots of one namespace declare, every
 // version of it at once: a tool named by any of them is the gate's.
 type nsPolicy struct {
-	tools   map[string]*toolgate.ToolPolicy // by tool name
-	actions map[string]*toolgate.ToolPolicy // by action type
+	tools   map[string]*snapshot.Tool // by tool name
+	actions map[string]*snapshot.Tool // by action type
 	// masked are the fields each tool masks, by tool name, in every
 	// snapshot that names it.
 	masked map[string]map[string]bool
@@ -132,18 +132,23 @@ func (c *checker) readPolicies(namespace, traceID string) error {
 		if err != nil {
 			return err
 		}
-		if r.Kind != toolgate.KindPolicy {
+		if r.Kind != audit.KindPolicy {
 			continue
 		}
-		p, h, err := toolgate.PolicyOf(r)
+		ap, err := audit.PolicyOf(r)
 		if err != nil {
 			continue
 		}
+		p, err := snapshot.Decode(ap)
+		if err != nil {
+			continue
+		}
+		h := ap.Hash
 		c.notePolicy(h, &p)
 		ns := blackboard.NamespaceOf(r.Namespace)
 		np := c.policies[ns]
 		if np == nil {
-			np = &nsPolicy{tools: map[string]*toolgate.ToolPolicy{}, actions: map[string]*toolgate.ToolPolicy{},
+			np = &nsPolicy{tools: map[string]*snapshot.Tool{}, actions: map[string]*snapshot.Tool{},
 				masked: map[string]map[string]bool{}, derivers: map[string]map[string]bool{}}
 			c.policies[ns] = np
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/snapshot"
 	"github.com/blackboardkernel/bk/invariant"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
@@ -281,7 +282,7 @@ func TestAttackOnceKeyHeldForNothing(t *testing.T) {
 	}
 	expectNew(t, d, func() []invariant.Violation {
 		esc := d.effectOf("T1", "issue_refund", audit.StatusSucceeded)
-		esc.Kind = toolgate.KindEscalated
+		esc.Kind = audit.KindEscalated
 		esc.Payload = blackboard.Payload{"effect": map[string]any{"status": audit.StatusEscalated, "tool": "issue_refund",
 			"action_id": wait.ActionID, "code": "APPROVAL_DENIED"}}
 		d.forge(esc)
@@ -354,8 +355,12 @@ func TestAttackOutOfScope(t *testing.T) {
 	expectNew(t, d, func() []invariant.Violation {
 		// A refund decided under a policy snapshot, recorded as the
 		// gate records one, whose refund declares no scope at all.
-		pol := d.find(toolgate.PolicyTrace("default"), func(r blackboard.Record) bool { return r.Kind == toolgate.KindPolicy })
-		p, _, err := toolgate.PolicyOf(pol)
+		pol := d.find(audit.PolicyTrace("default"), func(r blackboard.Record) bool { return r.Kind == audit.KindPolicy })
+		ap, err := audit.PolicyOf(pol)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := snapshot.Decode(ap)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -369,9 +374,9 @@ func TestAttackOutOfScope(t *testing.T) {
 		if err := json.Unmarshal(raw, &m); err != nil {
 			t.Fatal(err)
 		}
-		pol.Payload = blackboard.Payload{"hash": p.Hash(), "policy": m}
+		pol.Payload = blackboard.Payload{"hash": p.Encode().Hash, "policy": m}
 		d.forge(pol)
-		a := ran(nil, map[string]any{"policy": p.Hash()})
+		a := ran(nil, map[string]any{"policy": p.Encode().Hash})
 		return []invariant.Violation{{Invariant: invariant.ScopeHeld, TraceID: "T1", RecordID: a.ID}}
 	})
 	expectNew(t, d, func() []invariant.Violation {
@@ -384,7 +389,7 @@ func TestAttackOutOfScope(t *testing.T) {
 		// once-key: every scoped refund of the trace that ran is now
 		// under two requests.
 		req := d.find("T1", func(r blackboard.Record) bool {
-			return r.Slot == blackboard.Evidence && r.Kind == toolgate.KindRequest
+			return r.Slot == blackboard.Evidence && r.Kind == audit.KindRequest
 		})
 		req.Payload["resources"] = map[string]any{"order": []any{"T1-Z9"}}
 		d.forge(req)

@@ -10,13 +10,14 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/snapshot"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
 // hashPolicy is one recorded policy snapshot, by its hash: what a
 // decision record's context names.
 type hashPolicy struct {
-	actions map[string]*toolgate.ToolPolicy // by action type
+	actions map[string]*snapshot.Tool // by action type
 	// undeclared is an effectful tool that declares neither Scope nor
 	// Unscoped, "" when there is none.
 	undeclared string
@@ -24,11 +25,11 @@ type hashPolicy struct {
 }
 
 // notePolicy indexes the policy p of hash h for [scopeHeld].
-func (c *checker) notePolicy(h string, p *toolgate.Policy) {
+func (c *checker) notePolicy(h string, p *snapshot.Policy) {
 	if c.byHash[h] != nil {
 		return
 	}
-	hp := &hashPolicy{actions: map[string]*toolgate.ToolPolicy{}}
+	hp := &hashPolicy{actions: map[string]*snapshot.Tool{}}
 	for i := range p.Tools {
 		tp := &p.Tools[i]
 		hp.actions[tp.Action] = tp
@@ -61,7 +62,7 @@ func (c *checker) requests(t *trace) ([]request, error) {
 	var out []request
 	for i := range t.recs {
 		r := &t.recs[i]
-		if r.Slot != blackboard.Evidence || r.Kind != toolgate.KindRequest || r.Provenance.Role != blackboard.RoleKernel {
+		if r.Slot != blackboard.Evidence || r.Kind != audit.KindRequest || r.Provenance.Role != blackboard.RoleKernel {
 			continue
 		}
 		q := request{rec: r, at: i}

@@ -9,7 +9,7 @@ import (
 
 // policyTracePrefix begins the trace ids reserved to one namespace each:
 // trace "bk.policy.<namespace>" is where the tool gate records the policy
-// snapshots of that namespace (toolgate.PolicyTrace), and a trace belongs
+// snapshots of that namespace (audit.PolicyTrace), and a trace belongs
 // to the namespace of its first record. Were any kernel free to write it,
 // another application sharing the store could take it with one record and
 // stop every gate of that namespace from ever starting.

@@ -7,16 +7,17 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/internal/snapshot"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
 // Governance is what a compiled context reads of the tool gate: a trace's run
-// controls, the gate's policy snapshot and its hash (as decision records
-// name it). A *toolgate.Gate is one.
+// controls and the gate's policy snapshot with its hash (as decision
+// records name it). A *toolgate.Gate is one.
 type Governance interface {
 	Controls(ctx context.Context, traceID string) (toolgate.Controls, error)
-	Policy() toolgate.Policy
-	PolicyHash() string
+	Policy() audit.Policy
 }
 
 // Govern sets on run and in what the gate holds for the run's trace, so
@@ -36,7 +37,8 @@ type Governance interface {
 //
 // What in.Policy held before is kept (its rules first); the hash is
 // replaced. It fails with the gate's error when the controls cannot be
-// read, and with [ErrInvalid] for a nil gate or no trace.
+// read, and with [ErrInvalid] for a nil gate, no trace or a policy snapshot
+// that does not decode.
 func Govern(ctx context.Context, g Governance, run *Run, in *Input) error {
 	if g == nil || run == nil || in == nil {
 		return newErr("govern", "", ErrInvalid, "nil gate, run or input")
@@ -48,10 +50,14 @@ func Govern(ctx context.Context, g Governance, run *Run, in *Input) error {
 	if err != nil {
 		return err
 	}
-	pol := g.Policy()
+	snap := g.Policy()
+	pol, err := snapshot.Decode(snap)
+	if err != nil {
+		return newErr("govern", "", ErrInvalid, "%v", err)
+	}
 	run.Mode = cmp.Or(ctl.Safety, toolgate.SafetyNormal)
 	p := &in.Policy
-	p.Hash = g.PolicyHash()
+	p.Hash = g.Policy().Hash
 	for _, r := range pol.Rules {
 		p.Rules = append(p.Rules, r.Name+" (on "+r.On+" "+r.Target+"): "+r.Expr)
 	}
@@ -82,7 +88,7 @@ func Govern(ctx context.Context, g Governance, run *Run, in *Input) error {
 }
 
 // toolRule is a tool's governance in one line, or "" when it has none.
-func toolRule(t toolgate.ToolPolicy) string {
+func toolRule(t snapshot.Tool) string {
 	var parts []string
 	if len(t.Requires) > 0 {
 		parts = append(parts, "requires the beliefs "+strings.Join(t.Requires, ", "))
@@ -92,7 +98,7 @@ func toolRule(t toolgate.ToolPolicy) string {
 		if field == "" {
 			field = b.Arg
 		}
-		op := string(b.Op)
+		op := b.Op
 		if op == "" {
 			op = string(toolgate.Equal)
 		}

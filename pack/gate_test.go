@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/internal/snapshot"
 	"github.com/blackboardkernel/bk/pack"
 	"github.com/blackboardkernel/bk/rules"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -16,25 +18,24 @@ import (
 // and a policy snapshot.
 type fakeGate struct {
 	ctl toolgate.Controls
-	pol toolgate.Policy
+	pol snapshot.Policy
 	err error
 }
 
 func (g fakeGate) Controls(context.Context, string) (toolgate.Controls, error) { return g.ctl, g.err }
-func (g fakeGate) Policy() toolgate.Policy                                     { return g.pol }
-func (g fakeGate) PolicyHash() string                                          { return g.pol.Hash() }
+func (g fakeGate) Policy() audit.Policy                                        { return g.pol.Encode() }
 
 // deskPolicy: lookup_order reads (no requires), refund pays (requires a
 // belief, bound to the order, once per order, approval above 100), and a
 // rule bounds the refund.
-func deskPolicy() toolgate.Policy {
-	return toolgate.Policy{
-		Tools: []toolgate.ToolPolicy{
+func deskPolicy() snapshot.Policy {
+	return snapshot.Policy{
+		Tools: []snapshot.Tool{
 			{Name: "lookup_order", Action: "lookup_order", Result: "order", ReadOnly: true},
 			{Name: "refund", Action: "refund", Result: "refund", Requires: []string{"refund_eligible"},
-				Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}},
-				Once:     &toolgate.OncePolicy{Fields: []string{"order_id"}, Limit: 1},
-				Approval: &toolgate.ApprovalPolicy{When: "amount > 100"}},
+				Bindings: []snapshot.Binding{{Arg: "order_id", Percept: "order", Op: string(toolgate.Equal)}},
+				Once:     &snapshot.Once{Fields: []string{"order_id"}, Limit: 1},
+				Approval: &snapshot.Approval{When: "amount > 100"}},
 		},
 		Rules: []rules.Spec{{Name: "within_order", On: rules.TargetAction, Target: "refund", Expr: "action.amount <= percepts.order.amount"}},
 	}
@@ -57,8 +58,8 @@ func TestGovern(t *testing.T) {
 	if err := pack.Govern(context.Background(), g, &r, &in); err != nil {
 		t.Fatal(err)
 	}
-	if r.Mode != toolgate.SafetyNormal || in.Policy.Hash != g.pol.Hash() {
-		t.Errorf("mode %q, hash %q; want normal and %q", r.Mode, in.Policy.Hash, g.pol.Hash())
+	if r.Mode != toolgate.SafetyNormal || in.Policy.Hash != g.pol.Encode().Hash {
+		t.Errorf("mode %q, hash %q; want normal and %q", r.Mode, in.Policy.Hash, g.pol.Encode().Hash)
 	}
 	wantRules := []string{"the caller's own", "within_order (on action refund): action.amount <= percepts.order.amount",
 		"tool refund: requires the beliefs refund_eligible; order_id equal the observed order.order_id; once per order_id; needs an approval when amount > 100"}
@@ -72,7 +73,7 @@ func TestGovern(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(p.Manifest.Tools, []string{"refund", "wipe_account"}) || p.Policy != g.pol.Hash() {
+	if !slices.Equal(p.Manifest.Tools, []string{"refund", "wipe_account"}) || p.Policy != g.pol.Encode().Hash {
 		t.Errorf("tools shown %v, policy %q", p.Manifest.Tools, p.Policy)
 	}
 	if !strings.Contains(p.Prompt, "- rule: tool refund: requires the beliefs refund_eligible") {

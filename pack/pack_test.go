@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/canon"
@@ -654,7 +655,7 @@ func TestRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Slot != blackboard.Evidence || rec.Kind != toolgate.KindCompiledContext || rec.Provenance.Role != blackboard.RoleKernel || rec.TraceID() != "t1" {
+	if rec.Slot != blackboard.Evidence || rec.Kind != audit.KindCompiledContext || rec.Provenance.Role != blackboard.RoleKernel || rec.TraceID() != "t1" {
 		t.Errorf("record %s %s %s %s", rec.Slot, rec.Kind, rec.Provenance.Role, rec.TraceID())
 	}
 	if rec.Payload["hash"] != p.Hash || rec.Payload["prompt"] != p.Prompt || rec.Payload["policy"] != "sha256:abc" ||

@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
-	"github.com/blackboardkernel/bk/toolgate"
 )
 
-// Record writes the compiled context as an evidence record of kind [toolgate.KindCompiledContext]
+// Record writes the compiled context as an evidence record of kind [audit.KindCompiledContext]
 // in the run's trace, with the kernel's role, through g (the gate's
 // governance capability: no handle can forge one), and returns its id.
 // Its payload is the whole compiled context (see [Pack]) with its hash;
@@ -27,7 +27,7 @@ func (p *Pack) Record(ctx context.Context, g *kernel.Governor) (string, error) {
 		return "", err
 	}
 	rec, err := g.Append(ctx, kernel.Follow{Role: blackboard.RoleKernel, Entry: kernel.Entry{
-		TraceID: p.traceID, Slot: blackboard.Evidence, Kind: toolgate.KindCompiledContext, Payload: payload,
+		TraceID: p.traceID, Slot: blackboard.Evidence, Kind: audit.KindCompiledContext, Payload: payload,
 		InputRefs: dedupe(p.refs),
 	}})
 	if err != nil {

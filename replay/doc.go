@@ -14,7 +14,7 @@
 // # What is replayed
 //
 // The trace's decision records name the policy snapshot in force
-// (toolgate.Policy, by its hash); the replay reads that snapshot from its
+// ([audit.Policy], by its hash); the replay reads that snapshot from its
 // policy record, checks that it hashes to the hash the decisions name
 // ([ErrTampered] when it does not, [ErrNoPolicy] when no record holds the
 // hash, [ErrNoPolicyNamed] when no decision names one) and builds a gate from it over a memory store: each tool as
@@ -22,7 +22,7 @@
 // rule, result kind and time to live, derived beliefs), the contracts,
 // intents and fallback, and the kernel's rules from their specs
 // ([rules.New]). A snapshot that names validators that are code
-// (toolgate.Policy.Opaque) cannot be rebuilt from data: [Trace] fails
+// (its "opaque" list) cannot be rebuilt from data: [Trace] fails
 // with [ErrNotReproducible] rather than replay without them. The kernel's
 // clock reads the recorded time of what is being replayed, so evidence
 // goes stale, and approvals expire, as they did.

@@ -19,9 +19,9 @@ var (
 	// not hash to the hash it is recorded under.
 	ErrTampered = errors.New("replay: policy record does not match its hash")
 	// ErrNotReproducible: the policy names validators that are code
-	// (toolgate.Policy.Opaque), which a replay from data alone cannot
+	// (the snapshot's "opaque" list), which a replay from data alone cannot
 	// run, or its snapshot was recorded in another shape than this
-	// version's toolgate.Policy (a field this version does not know), or
+	// version's snapshot (a field this version does not know), or
 	// it does not build.
 	ErrNotReproducible = errors.New("replay: policy not reproducible from the store")
 	// ErrInvalidOption: an option names a tool the policy does not hold,

@@ -95,7 +95,7 @@ func deskTraces(t *testing.T, s store.Store) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !toolgate.IsPolicyTrace(tr.TraceID) {
+		if !audit.IsPolicyTrace(tr.TraceID) {
 			out = append(out, tr.TraceID)
 		}
 	}
@@ -218,7 +218,7 @@ func (sh *shop) traffic(t *testing.T, trace string) {
 	if res.Outcome != audit.OutcomePendingApproval {
 		t.Fatalf("charge of 500: %+v", res)
 	}
-	if _, err := sh.g.Approver("manager").Decide(ctx, toolgate.Answer{TraceID: trace, ActionID: res.ActionID, Digest: res.ArgsDigest, Verdict: audit.Approved, Note: "ok"}); err != nil {
+	if _, err := sh.g.Approver("manager").Decide(ctx, audit.Approval{TraceID: trace, ActionID: res.ActionID, Digest: res.ArgsDigest, Decision: audit.Approved, Note: "ok"}); err != nil {
 		t.Fatal(err)
 	}
 	if res, err := sh.g.Resume(ctx, trace, res.ActionID, json.RawMessage(big)); err != nil || res.Code != toolgate.CodeEffectSucceeded {

@@ -12,6 +12,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/internal/rebuild"
+	"github.com/blackboardkernel/bk/internal/snapshot"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/rules"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -25,29 +26,30 @@ func cmpNS(ns string) string {
 }
 
 // policyOf reads a policy record's snapshot and checks it against its
-// hash ([toolgate.PolicyOf]). The mutation switch mutPolicyHash takes the
-// snapshot as it reads, hash or not.
-func policyOf(rec blackboard.Record) (toolgate.Policy, string, error) {
-	if mutPolicyHash {
-		return policyAsItReads(rec)
+// hash ([audit.PolicyOf], then [snapshot.Decode]). The mutation switch
+// mutPolicyHash takes the snapshot as it reads, hash or not.
+func policyOf(rec blackboard.Record) (snapshot.Policy, string, error) {
+	ap, err := audit.PolicyOf(rec)
+	if err == nil {
+		var p snapshot.Policy
+		p, err = snapshot.Decode(ap)
+		if err == nil || !mutPolicyHash {
+			return p, ap.Hash, err
+		}
 	}
-	return toolgate.PolicyOf(rec)
-}
-
-func policyAsItReads(rec blackboard.Record) (toolgate.Policy, string, error) {
-	p, h, err := toolgate.PolicyOf(rec)
-	if err == nil || errors.Is(err, toolgate.ErrPolicyRecord) {
-		return p, h, err
+	if !mutPolicyHash || errors.Is(err, audit.ErrPolicyRecord) {
+		return snapshot.Policy{}, ap.Hash, err
 	}
 	raw, _ := json.Marshal(rec.Payload["policy"])
-	return p, h, json.Unmarshal(raw, &p)
+	var p snapshot.Policy
+	return p, ap.Hash, json.Unmarshal(raw, &p)
 }
 
 // loadPolicies reads the snapshots the trace names, checks each against
 // its hash, applies the options and builds a gate for each.
 func (r *replayer) loadPolicies(ctx context.Context) error {
 	found := map[string]bool{}
-	for rec, err := range r.src.ListTrace(ctx, r.ns, toolgate.PolicyTrace(r.ns)) {
+	for rec, err := range r.src.ListTrace(ctx, r.ns, audit.PolicyTrace(r.ns)) {
 		if err != nil {
 			return err
 		}
@@ -55,15 +57,15 @@ func (r *replayer) loadPolicies(ctx context.Context) error {
 			continue
 		}
 		p, h, err := policyOf(rec)
-		if errors.Is(err, toolgate.ErrPolicyRecord) || !slices.Contains(r.hashes, h) || found[h] {
+		if errors.Is(err, audit.ErrPolicyRecord) || !slices.Contains(r.hashes, h) || found[h] {
 			continue
 		}
 		found[h] = true
 		switch {
-		case errors.Is(err, toolgate.ErrPolicyTampered):
+		case errors.Is(err, audit.ErrPolicyTampered):
 			return r.fail(ErrTampered, rec.ID, h, "the snapshot does not hash to its hash", err)
 		case err != nil:
-			return r.fail(ErrNotReproducible, rec.ID, h, "the snapshot was recorded in another shape than this version's toolgate.Policy", err)
+			return r.fail(ErrNotReproducible, rec.ID, h, "the snapshot was recorded in another shape than this version's", err)
 		}
 		if len(p.Opaque) > 0 {
 			return r.fail(ErrNotReproducible, rec.ID, h, "it names validators that are code: "+strings.Join(p.Opaque, ", "), nil)
@@ -98,7 +100,7 @@ func (r *replayer) loadPolicies(ctx context.Context) error {
 func (c *config) changes() bool { return len(c.rules) > 0 || len(c.tools) > 0 }
 
 // change applies the options to p, the recorded policy with hash h.
-func (r *replayer) change(p toolgate.Policy, h string) (toolgate.Policy, error) {
+func (r *replayer) change(p snapshot.Policy, h string) (snapshot.Policy, error) {
 	for _, s := range r.cfg.rules {
 		i := slices.IndexFunc(p.Rules, func(x rules.Spec) bool { return x.Name == s.Name })
 		if s.On == "" && s.Target == "" {
@@ -115,12 +117,8 @@ func (r *replayer) change(p toolgate.Policy, h string) (toolgate.Policy, error) 
 		}
 	}
 	for _, c := range r.cfg.tools {
-		i := slices.IndexFunc(p.Tools, func(t toolgate.ToolPolicy) bool { return t.Name == c.name })
-		if i < 0 {
+		if !slices.ContainsFunc(p.Tools, func(t snapshot.Tool) bool { return t.Name == c.name }) {
 			return p, r.fail(ErrInvalidOption, "", h, "the policy has no tool "+quote(c.name), nil)
-		}
-		if c.change != nil {
-			c.change(&p.Tools[i])
 		}
 	}
 	return p, nil
@@ -134,7 +132,7 @@ func (r *replayer) change(p toolgate.Policy, h string) (toolgate.Policy, error) 
 // hash as the value (its schema relaxed to a string). Every comparison the
 // gate made on hashes (bindings, once-keys, the approval digest) compares
 // the same hashes again.
-func (r *replayer) newGate(ctx context.Context, p toolgate.Policy) (*toolgate.Gate, error) {
+func (r *replayer) newGate(ctx context.Context, p snapshot.Policy) (*toolgate.Gate, error) {
 	tools := make([]toolgate.Tool, 0, len(p.Tools))
 	for _, tp := range p.Tools {
 		params, err := relax(tp.Parameters, tp.Masked)
@@ -142,27 +140,42 @@ func (r *replayer) newGate(ctx context.Context, p toolgate.Policy) (*toolgate.Ga
 			return nil, err
 		}
 		t := toolgate.Tool{Name: tp.Name, Description: "replayed from the store", Parameters: params, Action: tp.Action,
-			Requires: tp.Requires, Bindings: tp.Bindings, Unbound: tp.Unbound, Scope: tp.Scope, Unscoped: tp.Unscoped, Idempotent: tp.Idempotent, ReadOnly: tp.ReadOnly, Result: tp.Result,
-			ResultTTL: time.Duration(tp.ResultTTLMS) * time.Millisecond, Derives: tp.Derives,
-			Retry: toolgate.RetryPolicy{MaxAttempts: 1}, Effect: r.effect}
+			Requires: tp.Requires, Unbound: tp.Unbound, Scope: tp.Scope, Unscoped: tp.Unscoped, Idempotent: tp.Idempotent, ReadOnly: tp.ReadOnly, Result: tp.Result,
+			ResultTTL: time.Duration(tp.ResultTTLMS) * time.Millisecond,
+			Retry:     toolgate.RetryPolicy{MaxAttempts: 1}, Effect: r.effect}
+		for _, b := range tp.Bindings {
+			t.Bindings = append(t.Bindings, toolgate.Binding{Arg: b.Arg, Percept: b.Percept, Field: b.Field, Op: toolgate.BindOp(b.Op)})
+		}
+		for _, d := range tp.Derives {
+			t.Derives = append(t.Derives, toolgate.Derive{Belief: d.Belief, Value: d.Value, Fields: d.Fields})
+		}
 		if tp.Once != nil {
 			t.Once = &kernel.OnceKey{Fields: tp.Once.Fields, Percept: tp.Once.Percept, Limit: tp.Once.Limit}
 		}
 		if tp.Approval != nil {
-			t.Approval = *tp.Approval
-			for _, f := range tp.Masked {
-				if strings.Contains(tp.Approval.When, f) {
-					r.note("tool %s: its approval rule reads the masked field %s, which the replay has only as its hash", tp.Name, f)
-				}
+			t.Approval = toolgate.ApprovalPolicy{Always: tp.Approval.Always, When: tp.Approval.When}
+		}
+		for _, c := range r.cfg.tools {
+			if c.name == tp.Name && c.change != nil {
+				c.change(&t)
+			}
+		}
+		for _, f := range tp.Masked {
+			if t.Approval.When != "" && strings.Contains(t.Approval.When, f) {
+				r.note("tool %s: its approval rule reads the masked field %s, which the replay has only as its hash", tp.Name, f)
 			}
 		}
 		tools = append(tools, t)
 	}
 	cfg := toolgate.Config{
-		Kernel:    kernel.Config{Store: r.store, Namespace: r.ns, Clock: r.clock},
-		Tools:     tools,
-		Contracts: p.Contracts,
-		Intents:   p.Intents,
+		Kernel: kernel.Config{Store: r.store, Namespace: r.ns, Clock: r.clock},
+		Tools:  tools,
+	}
+	for _, c := range p.Contracts {
+		cfg.Contracts = append(cfg.Contracts, toolgate.Contract{Name: c.Name, Tools: c.Tools})
+	}
+	for _, in := range p.Intents {
+		cfg.Intents = append(cfg.Intents, toolgate.Intent{Name: in.Name, Tools: in.Tools})
 	}
 	if len(p.Rules) > 0 {
 		rs, err := rules.New(p.Rules...)

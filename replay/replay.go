@@ -24,7 +24,7 @@ type config struct {
 
 type toolChange struct {
 	name   string
-	change func(*toolgate.ToolPolicy)
+	change func(*toolgate.Tool)
 }
 
 // WithRules replays under these rules: each replaces the recorded rule of
@@ -43,11 +43,14 @@ func WithConstraint(cs ...kernel.Constraint) Option {
 	return func(c *config) { c.constraints = append(c.constraints, cs...) }
 }
 
-// WithTool changes a tool's governance in the recorded policy before the
-// replay: change is given the tool's [toolgate.ToolPolicy] (its approval
-// rule, once-key, bindings, ...) to modify in place. A name the policy
-// does not hold makes [Trace] fail with [ErrInvalidOption].
-func WithTool(name string, change func(*toolgate.ToolPolicy)) Option {
+// WithTool changes a tool's governance in the recorded policy for the
+// replay: change is given the [toolgate.Tool] the replay rebuilds from the
+// policy snapshot (its approval rule, once-key, bindings, scope, ...) to
+// modify in place before the replayed gate is built. Its Effect and Retry
+// are the replay's: a change to them replays something else than the
+// recorded results. A name the policy does not hold makes [Trace] fail
+// with [ErrInvalidOption].
+func WithTool(name string, change func(*toolgate.Tool)) Option {
 	return func(c *config) { c.tools = append(c.tools, toolChange{name, change}) }
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/snapshot"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/replay"
 	"github.com/blackboardkernel/bk/rules"
@@ -130,8 +131,8 @@ func TestTightenedRuleChangesExactlyTheLargeRefunds(t *testing.T) {
 // now wait for approval, and their results are missing.
 func TestWithToolApproval(t *testing.T) {
 	s := openDesk(t, deskDB(t))
-	rep, err := replay.Trace(context.Background(), s, deskNS, "T1", replay.WithTool("issue_refund", func(tp *toolgate.ToolPolicy) {
-		tp.Approval = &toolgate.ApprovalPolicy{Always: true}
+	rep, err := replay.Trace(context.Background(), s, deskNS, "T1", replay.WithTool("issue_refund", func(tp *toolgate.Tool) {
+		tp.Approval = toolgate.ApprovalPolicy{Always: true}
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -251,7 +252,7 @@ func tamper(t *testing.T, path string, change func(p blackboard.Payload)) string
 	}
 	defer db.Close()
 	var id, raw string
-	if err := db.QueryRow(`SELECT id, payload FROM records WHERE kind = ?`, toolgate.KindPolicy).Scan(&id, &raw); err != nil {
+	if err := db.QueryRow(`SELECT id, payload FROM records WHERE kind = ?`, audit.KindPolicy).Scan(&id, &raw); err != nil {
 		t.Fatal(err)
 	}
 	var p blackboard.Payload
@@ -270,8 +271,8 @@ func tamper(t *testing.T, path string, change func(p blackboard.Payload)) string
 }
 
 // loosen drops the refund rule from a policy payload.
-func loosen(p blackboard.Payload) toolgate.Policy {
-	var pol toolgate.Policy
+func loosen(p blackboard.Payload) snapshot.Policy {
+	var pol snapshot.Policy
 	b, _ := json.Marshal(p["policy"])
 	json.Unmarshal(b, &pol)
 	pol.Rules = pol.Rules[1:]
@@ -295,7 +296,7 @@ func TestAttackTamperedPolicy(t *testing.T) {
 	}
 
 	path = deskDB(t)
-	tamper(t, path, func(p blackboard.Payload) { p["hash"] = loosen(p).Hash() })
+	tamper(t, path, func(p blackboard.Payload) { p["hash"] = loosen(p).Encode().Hash })
 	if _, err := replay.Trace(context.Background(), openDesk(t, path), deskNS, "T1"); !errors.Is(err, replay.ErrNoPolicy) {
 		t.Errorf("tampered snapshot and hash: %v, want ErrNoPolicy", err)
 	}
@@ -334,7 +335,7 @@ func TestControlsAndContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	cc, err := sh.g.Kernel().Governor().Append(ctx, kernel.Follow{Role: blackboard.RoleKernel, Entry: kernel.Entry{TraceID: "ro",
-		Slot: blackboard.Evidence, Kind: toolgate.KindCompiledContext, Payload: blackboard.Payload{"hash": "sha256:00", "prompt": "look the account up"}}})
+		Slot: blackboard.Evidence, Kind: audit.KindCompiledContext, Payload: blackboard.Payload{"hash": "sha256:00", "prompt": "look the account up"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,8 +386,8 @@ func TestTwoPolicies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Policies) != 2 || rep.Policies[0] != first.g.PolicyHash() || rep.Policies[1] != second.g.PolicyHash() {
-		t.Errorf("policies %q, want %s then %s", rep.Policies, first.g.PolicyHash(), second.g.PolicyHash())
+	if len(rep.Policies) != 2 || rep.Policies[0] != first.g.Policy().Hash || rep.Policies[1] != second.g.Policy().Hash {
+		t.Errorf("policies %q, want %s then %s", rep.Policies, first.g.Policy().Hash, second.g.Policy().Hash)
 	}
 	if rep.First >= 0 || rep.Counts[replay.Same] != len(recordedDecisions(t, first.s, "o")) {
 		t.Errorf("%+v\n%+v", rep.Counts, rep.Decisions)

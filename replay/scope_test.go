@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/replay"
@@ -41,7 +42,7 @@ func TestScopedRequestReplayed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	if err := g.RecordRequest(ctx, "r", toolgate.Request{Principal: "cust-1", Resources: map[string][]string{"account": {"acc-1"}}}); err != nil {
+	if err := g.RecordRequest(ctx, "r", audit.Request{Principal: "cust-1", Resources: map[string][]string{"account": {"acc-1"}}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ tool, args string }{
@@ -66,7 +67,7 @@ func TestScopedRequestReplayed(t *testing.T) {
 	if codes[toolgate.CodeOutOfScope] != 1 || codes[toolgate.CodeEffectSucceeded] != 3 {
 		t.Fatalf("replayed codes %v, want one OUT_OF_SCOPE and three EFFECT_SUCCEEDED", codes)
 	}
-	waived, err := replay.Trace(ctx, s, "shop", "r", replay.WithTool("charge", func(tp *toolgate.ToolPolicy) { tp.Scope, tp.Unscoped = nil, true }))
+	waived, err := replay.Trace(ctx, s, "shop", "r", replay.WithTool("charge", func(tp *toolgate.Tool) { tp.Scope, tp.Unscoped = nil, true }))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/snapshot"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
@@ -45,7 +46,7 @@ type replayer struct {
 	nowMS    int64
 	gates    map[string]*toolgate.Gate // by recorded policy hash
 	k        *kernel.Kernel            // the first gate's, for the records no gate writes
-	policies map[string]toolgate.Policy
+	policies map[string]snapshot.Policy
 
 	// The walk's state.
 	step       int
@@ -83,7 +84,7 @@ type item struct {
 func newReplayer(src store.Store, ns, trace string, cfg *config) *replayer {
 	return &replayer{src: src, ns: ns, trace: trace, cfg: cfg,
 		results: map[string]blackboard.Record{}, commits: map[string]blackboard.Record{},
-		store: &capture{Store: memstore.New()}, gates: map[string]*toolgate.Gate{}, policies: map[string]toolgate.Policy{},
+		store: &capture{Store: memstore.New()}, gates: map[string]*toolgate.Gate{}, policies: map[string]snapshot.Policy{},
 		callSteps: map[int]bool{}, callers: map[string]int64{}, called: map[string]int64{}, actions: map[string]string{}, back: map[string]string{},
 		actionGate: map[string]*toolgate.Gate{}, ids: map[string]string{}, notes: map[string]bool{}}
 }
@@ -189,13 +190,13 @@ func (r *replayer) walk(ctx context.Context) error {
 // call, a derived belief, a fallback), which the replayed gate makes
 // again itself.
 func gateWriter(w string) bool {
-	return strings.HasPrefix(w, toolgate.CallerWriter("")) || strings.HasPrefix(w, toolgate.DeriverWriter("")) || w == "toolgate"
+	return strings.HasPrefix(w, audit.CallerWriter("")) || strings.HasPrefix(w, audit.DeriverWriter("")) || w == "toolgate"
 }
 
 func (r *replayer) replay(ctx context.Context, rec blackboard.Record) error {
 	p := rec.Provenance
 	switch {
-	case rec.Slot == blackboard.Actions && rec.Mode == blackboard.ModePropose && strings.HasPrefix(p.Writer, toolgate.CallerWriter("")):
+	case rec.Slot == blackboard.Actions && rec.Mode == blackboard.ModePropose && strings.HasPrefix(p.Writer, audit.CallerWriter("")):
 		r.callers[rec.ID] = p.TimestampMS
 	case rec.Slot == blackboard.Actions && rec.Mode == blackboard.ModeCommit && p.Role == blackboard.RoleKernel && len(p.InputRefs) > 0:
 		if ts, ok := r.callers[p.InputRefs[0]]; ok {
@@ -220,13 +221,13 @@ func (r *replayer) replay(ctx context.Context, rec blackboard.Record) error {
 	case rec.Slot == blackboard.Evidence && rec.Kind == audit.KindApproval && p.Role == blackboard.RoleApprover:
 		r.nowMS = p.TimestampMS
 		return r.approval(ctx, rec)
-	case rec.Slot == blackboard.Evidence && rec.Kind == toolgate.KindControls && p.Role == blackboard.RoleKernel:
+	case rec.Slot == blackboard.Evidence && rec.Kind == audit.KindControls && p.Role == blackboard.RoleKernel:
 		r.nowMS = p.TimestampMS
 		return r.restrict(ctx, rec)
-	case rec.Slot == blackboard.Evidence && rec.Kind == toolgate.KindRequest && p.Role == blackboard.RoleKernel:
+	case rec.Slot == blackboard.Evidence && rec.Kind == audit.KindRequest && p.Role == blackboard.RoleKernel:
 		r.nowMS = p.TimestampMS
 		return r.request(ctx, rec)
-	case rec.Slot == blackboard.Evidence && rec.Kind == toolgate.KindCompiledContext && p.Role == blackboard.RoleKernel:
+	case rec.Slot == blackboard.Evidence && rec.Kind == audit.KindCompiledContext && p.Role == blackboard.RoleKernel:
 		r.nowMS = p.TimestampMS
 		out, err := r.k.Governor().Append(ctx, kernel.Follow{Role: blackboard.RoleKernel, Entry: kernel.Entry{
 			TraceID: r.trace, Slot: blackboard.Evidence, Kind: rec.Kind, Payload: rec.Payload.Clone(), InputRefs: r.refs(ctx, rec.ID, p.InputRefs)}})
@@ -416,7 +417,7 @@ func (r *replayer) approval(ctx context.Context, rec blackboard.Record) error {
 		return nil
 	}
 	ap := r.actionGate[a.ActionID].Approver(a.Approver)
-	ans := toolgate.Answer{TraceID: r.trace, ActionID: act, Digest: a.Digest, Verdict: a.Decision, Note: a.Note, TTL: a.TTL}
+	ans := audit.Approval{TraceID: r.trace, ActionID: act, Digest: a.Digest, Decision: a.Decision, Note: a.Note, TTL: a.TTL}
 	if _, err := ap.Decide(ctx, ans); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -447,7 +448,7 @@ func (r *replayer) restrict(ctx context.Context, rec blackboard.Record) error {
 // and the resources the scoped tools' arguments must lie within.
 func (r *replayer) request(ctx context.Context, rec blackboard.Record) error {
 	principal, _ := rec.Payload.String("principal")
-	req := toolgate.Request{Principal: principal}
+	req := audit.Request{Principal: principal}
 	res, _ := rec.Payload["resources"].(map[string]any)
 	for typ := range res {
 		ids, _ := blackboard.Payload(res).Strings(typ)

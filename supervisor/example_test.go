@@ -89,7 +89,7 @@ func ExampleSupervisor_Start() {
 		panic(err)
 	}
 	for _, p := range pending {
-		if _, err := g.Approver("human:alice").Decide(ctx, toolgate.Answer{TraceID: p.TraceID, ActionID: p.ActionID, Digest: p.Digest, Verdict: audit.Approved, Note: "checked"}); err != nil {
+		if _, err := g.Approver("human:alice").Decide(ctx, audit.Approval{TraceID: p.TraceID, ActionID: p.ActionID, Digest: p.Digest, Decision: audit.Approved, Note: "checked"}); err != nil {
 			panic(err)
 		}
 	}

@@ -63,7 +63,7 @@ func TestRecoveredWaitsForTheLease(t *testing.T) {
 
 	g := processWithLease(t, openStore(t, path), w, lease, clk.Now)
 	ev := start(t, g, supervisor.Config{Interval: time.Hour, RecoverEvery: time.Hour})
-	if _, err := g.Approver("human:alice").Decide(ctx, toolgate.Answer{TraceID: "approve", ActionID: waiting.ActionID, Digest: waiting.ArgsDigest, Verdict: audit.Approved, Note: "ok"}); err != nil {
+	if _, err := g.Approver("human:alice").Decide(ctx, audit.Approval{TraceID: "approve", ActionID: waiting.ActionID, Digest: waiting.ArgsDigest, Decision: audit.Approved, Note: "ok"}); err != nil {
 		t.Fatal(err)
 	}
 	ev.sup.Wake()
@@ -113,7 +113,7 @@ func TestCloseWaitsForTheEffect(t *testing.T) {
 		trace, order := fmt.Sprintf("t%d", i), fmt.Sprintf("A%d", i)
 		ground(t, g, trace, order)
 		res := call(ctx, t, g, trace, "issue_refund", order, 700)
-		if _, err := g.Approver("human:alice").Decide(ctx, toolgate.Answer{TraceID: trace, ActionID: res.ActionID, Digest: res.ArgsDigest, Verdict: audit.Approved, Note: "ok"}); err != nil {
+		if _, err := g.Approver("human:alice").Decide(ctx, audit.Approval{TraceID: trace, ActionID: res.ActionID, Digest: res.ArgsDigest, Decision: audit.Approved, Note: "ok"}); err != nil {
 			t.Fatal(err)
 		}
 		sup, err := supervisor.New(g, supervisor.Config{Interval: time.Hour})

@@ -274,9 +274,9 @@ func TestResumesDecidedApprovals(t *testing.T) {
 	for _, p := range pending {
 		switch p.TraceID {
 		case "approve":
-			_, err = alice.Decide(ctx, toolgate.Answer{TraceID: p.TraceID, ActionID: p.ActionID, Digest: p.Digest, Verdict: audit.Approved, Note: "ok"})
+			_, err = alice.Decide(ctx, audit.Approval{TraceID: p.TraceID, ActionID: p.ActionID, Digest: p.Digest, Decision: audit.Approved, Note: "ok"})
 		case "deny":
-			_, err = alice.Decide(ctx, toolgate.Answer{TraceID: p.TraceID, ActionID: p.ActionID, Digest: p.Digest, Verdict: audit.Denied, Note: "no"})
+			_, err = alice.Decide(ctx, audit.Approval{TraceID: p.TraceID, ActionID: p.ActionID, Digest: p.Digest, Decision: audit.Denied, Note: "no"})
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -327,7 +327,7 @@ func TestRecoversAfterARestart(t *testing.T) {
 	if err != nil || len(p) != 1 {
 		t.Fatalf("Pending: %+v %v", p, err)
 	}
-	if _, err := dead.Approver("human:alice").Decide(ctx, toolgate.Answer{TraceID: "t2", ActionID: p[0].ActionID, Digest: p[0].Digest, Verdict: audit.Approved, Note: "ok"}); err != nil {
+	if _, err := dead.Approver("human:alice").Decide(ctx, audit.Approval{TraceID: "t2", ActionID: p[0].ActionID, Digest: p[0].Digest, Decision: audit.Approved, Note: "ok"}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -391,7 +391,7 @@ func TestTwoSupervisors(t *testing.T) {
 		t.Fatalf("Pending: %+v %v", pending, err)
 	}
 	for _, p := range pending {
-		if _, err := b.Approver("human:bob").Decide(ctx, toolgate.Answer{TraceID: p.TraceID, ActionID: p.ActionID, Digest: p.Digest, Verdict: audit.Approved, Note: "ok"}); err != nil {
+		if _, err := b.Approver("human:bob").Decide(ctx, audit.Approval{TraceID: p.TraceID, ActionID: p.ActionID, Digest: p.Digest, Decision: audit.Approved, Note: "ok"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -512,7 +512,7 @@ func TestWake(t *testing.T) {
 	if err != nil || len(p) != 1 {
 		t.Fatalf("Pending: %+v %v", p, err)
 	}
-	if _, err := g.Approver("human:alice").Decide(ctx, toolgate.Answer{TraceID: "t", ActionID: p[0].ActionID, Digest: p[0].Digest, Verdict: audit.Approved, Note: "ok"}); err != nil {
+	if _, err := g.Approver("human:alice").Decide(ctx, audit.Approval{TraceID: "t", ActionID: p[0].ActionID, Digest: p[0].Digest, Decision: audit.Approved, Note: "ok"}); err != nil {
 		t.Fatal(err)
 	}
 	sup.Wake()
@@ -564,7 +564,7 @@ func TestLeavesCallerDrivenToTheCaller(t *testing.T) {
 	if err != nil || res.Outcome != audit.OutcomePendingApproval {
 		t.Fatalf("call: %+v %v", res, err)
 	}
-	if _, err := g.Approver("human:alice").Decide(ctx, toolgate.Answer{TraceID: "T", ActionID: res.ActionID, Digest: res.ArgsDigest, Verdict: audit.Approved, Note: "ok"}); err != nil {
+	if _, err := g.Approver("human:alice").Decide(ctx, audit.Approval{TraceID: "T", ActionID: res.ActionID, Digest: res.ArgsDigest, Decision: audit.Approved, Note: "ok"}); err != nil {
 		t.Fatal(err)
 	}
 	ev := start(t, g, supervisor.Config{RecoverEvery: time.Hour})

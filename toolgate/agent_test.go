@@ -383,7 +383,7 @@ func TestAgentOnGateNeverRunsAnUnsafeEffect(t *testing.T) {
 			}
 			// Every decision the agent was given is on record.
 			recorded := map[string]bool{}
-			for rec, err := range d.g.Decisions(ctx, toolgate.DecisionFilter{TraceID: "ticket"}) {
+			for rec, err := range audit.List(ctx, d.g.Kernel().Reader(), audit.Query{TraceID: "ticket"}) {
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -406,7 +406,7 @@ func TestAgentOnGateNeverRunsAnUnsafeEffect(t *testing.T) {
 				if sc.decide == "deny" {
 					v = audit.Denied
 				}
-				ans := toolgate.Answer{TraceID: "ticket", ActionID: p.ActionID, Digest: p.Digest, Verdict: v, Note: sc.decide}
+				ans := audit.Approval{TraceID: "ticket", ActionID: p.ActionID, Digest: p.Digest, Decision: v, Note: sc.decide}
 				if _, err := d.g.Approver("human:supervisor").Decide(ctx, ans); err != nil {
 					t.Fatal(err)
 				}

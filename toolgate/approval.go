@@ -19,9 +19,6 @@ import (
 	"github.com/blackboardkernel/bk/kernel"
 )
 
-// MaxApprovalTTL bounds how long an approval stays valid.
-const MaxApprovalTTL = 30 * 24 * time.Hour
-
 // ArgsDigest is the digest an approval binds: [canon.Digest] of an
 // action's arguments (numbers by value: 0 and -0, 2 and 2.0 are one
 // argument), that is its payload without the keys the kernel derives or
@@ -56,7 +53,7 @@ func ArgsDigest(p blackboard.Payload) (string, error) {
 // session, the OAuth subject of the client) and hands the adapter the
 // Approver of that identity, or a function that returns it for a request's
 // context. The adapter then turns the person's answer into one
-// [Approver.Resolve].
+// [Approver.Resolve], with the person's answer as an [audit.Approval].
 type Approver struct {
 	g        *Gate
 	identity string
@@ -65,38 +62,23 @@ type Approver struct {
 // Approver returns the approver handle of a verified identity.
 func (g *Gate) Approver(identity string) *Approver { return &Approver{g, identity} }
 
-// Identity returns the identity the approver records.
-func (a *Approver) Identity() string { return a.identity }
-
-// Answer is a person's answer about one action that waits for approval
-// (a [Pending]), for [Approver.Decide] and [Approver.Resolve].
-type Answer struct {
-	// TraceID and ActionID name the committed action ([Pending.TraceID],
-	// [Pending.ActionID]).
-	TraceID, ActionID string
-	// Digest is the [ArgsDigest] of the arguments the person was shown
-	// ([Pending.Digest]); the answer binds them.
-	Digest string
-	// Verdict is [audit.Approved] or [audit.Denied].
-	Verdict audit.Verdict
-	// Note is the person's reason, kept with the answer (a denial's root
-	// cause).
-	Note string
-	// TTL is how long the answer stays valid: zero is an hour, at most
-	// [MaxApprovalTTL]. An approval unused within it expires, and the
-	// action may then be decided again.
-	TTL time.Duration
-}
-
-// defaultApprovalTTL is the TTL of an [Answer] that gives none.
+// defaultApprovalTTL is the TTL of an answer that gives none.
 const defaultApprovalTTL = time.Hour
 
-// Decide records the answer on the committed action it names, without
-// carrying it out. The approval record ([audit.Approval]) binds the
-// action, the digest, the approver's identity and its expiry. It fails
-// with [blackboard.ErrInvalidInput] for an empty identity, a verdict other
-// than approved or denied, a bad TTL or a digest that does not match the
-// action's arguments, [kernel.ErrInvalidReference] when the action is not
+// Decide records a person's answer (ans) on the committed action it
+// names, without carrying it out. ans names the action waiting for
+// approval (TraceID and ActionID, as a [audit.Pending] gives them), the
+// [ArgsDigest] of the arguments the person was shown (Digest: the answer
+// binds them), the Decision ([audit.Approved] or [audit.Denied]), the
+// person's reason (Note, a denial's root cause) and how long the answer
+// stays valid (TTL: zero is an hour, at most [audit.MaxApprovalTTL]; an
+// approval unused within it expires, and the action may then be decided
+// again). Its Approver is the handle's identity (another is refused with
+// [blackboard.ErrPermission]); its ID and TimeMS are the record's. The
+// approval record binds the action, the digest, the approver's identity
+// and its expiry. It fails with [blackboard.ErrInvalidInput] for an empty
+// identity, a decision other than approved or denied, a bad TTL or a
+// digest that does not match the action's arguments, [kernel.ErrInvalidReference] when the action is not
 // a committed, active action of the trace, and [blackboard.ErrPermission]
 // when the approver proposed the action (its identity is the proposal's
 // writer, or the name of the gate caller whose call it is). The action
@@ -107,21 +89,24 @@ const defaultApprovalTTL = time.Hour
 // [Gate.Execute] escalates it and takes the safe fallback instead; an
 // approved one runs at the next Execute (a supervisor's, or the caller's),
 // which checks the approval again.
-func (a *Approver) Decide(ctx context.Context, ans Answer) (blackboard.Record, error) {
-	if err := ans.check(a); err != nil {
+func (a *Approver) Decide(ctx context.Context, ans audit.Approval) (blackboard.Record, error) {
+	if err := check(a, &ans); err != nil {
 		return blackboard.Record{}, err
 	}
 	return a.decide(ctx, ans)
 }
 
 // check refuses an answer no approval record can hold.
-func (ans *Answer) check(a *Approver) error {
-	if ans.Verdict != audit.Approved && ans.Verdict != audit.Denied {
-		return fmt.Errorf("%w: toolgate: approve %s: verdict %q is neither %q nor %q",
-			blackboard.ErrInvalidInput, ans.ActionID, ans.Verdict, audit.Approved, audit.Denied)
+func check(a *Approver, ans *audit.Approval) error {
+	if ans.Decision != audit.Approved && ans.Decision != audit.Denied {
+		return fmt.Errorf("%w: toolgate: approve %s: decision %q is neither %q nor %q",
+			blackboard.ErrInvalidInput, ans.ActionID, ans.Decision, audit.Approved, audit.Denied)
 	}
 	if a.identity == "" {
 		return fmt.Errorf("%w: toolgate: approve %s: empty approver identity", blackboard.ErrInvalidInput, ans.ActionID)
+	}
+	if ans.Approver != "" && ans.Approver != a.identity {
+		return fmt.Errorf("%w: toolgate: approve %s: the answer names approver %q, the handle is %q", blackboard.ErrPermission, ans.ActionID, ans.Approver, a.identity)
 	}
 	if ans.TTL == 0 {
 		ans.TTL = defaultApprovalTTL
@@ -145,15 +130,15 @@ func (ans *Answer) check(a *Approver) error {
 // in force, whatever the verdict given. After an approval that expired
 // unused it records the new answer. Its other errors are those of
 // [Approver.Decide] and [Gate.Execute].
-func (a *Approver) Resolve(ctx context.Context, ans Answer) (Result, error) {
-	if err := ans.check(a); err != nil {
+func (a *Approver) Resolve(ctx context.Context, ans audit.Approval) (Result, error) {
+	if err := check(a, &ans); err != nil {
 		return Result{}, err
 	}
 	pending, err := a.g.x.pendingApprovals(ctx, ans.TraceID)
 	if err != nil {
 		return Result{}, err
 	}
-	if !slices.ContainsFunc(pending, func(p Pending) bool { return p.ActionID == ans.ActionID }) {
+	if !slices.ContainsFunc(pending, func(p audit.Pending) bool { return p.ActionID == ans.ActionID }) {
 		// Decided and carried out before (a retried Resolve): the same
 		// checks as a decision, on an action that may since be retired,
 		// then what came of it.
@@ -171,9 +156,9 @@ func (a *Approver) Resolve(ctx context.Context, ans Answer) (Result, error) {
 	return a.g.Execute(ctx, ans.ActionID)
 }
 
-func (a *Approver) decide(ctx context.Context, ans Answer) (rec blackboard.Record, err error) {
+func (a *Approver) decide(ctx context.Context, ans audit.Approval) (rec blackboard.Record, err error) {
 	g := a.g
-	traceID, actionID, digest, decision, ttl := ans.TraceID, ans.ActionID, ans.Digest, ans.Verdict, ans.TTL
+	traceID, actionID, digest, decision, ttl := ans.TraceID, ans.ActionID, ans.Digest, ans.Decision, ans.TTL
 	ctx, sp := g.tracer.Start(ctx, "toolgate.approve")
 	defer func() {
 		if sp != nil {
@@ -197,8 +182,8 @@ func (a *Approver) decide(ctx context.Context, ans Answer) (rec blackboard.Recor
 	if a.identity == "" {
 		return bad(blackboard.ErrInvalidInput, "empty approver identity")
 	}
-	if ttl <= 0 || ttl > MaxApprovalTTL {
-		return bad(blackboard.ErrInvalidInput, fmt.Sprintf("approval TTL %v outside (0, %v]", ttl, MaxApprovalTTL))
+	if ttl <= 0 || ttl > audit.MaxApprovalTTL {
+		return bad(blackboard.ErrInvalidInput, fmt.Sprintf("approval TTL %v outside (0, %v]", ttl, audit.MaxApprovalTTL))
 	}
 	// A retired action is read too, so that one escalated to the safe
 	// fallback is refused as decided, not as unknown.
@@ -207,7 +192,7 @@ func (a *Approver) decide(ctx context.Context, ans Answer) (rec blackboard.Recor
 		return blackboard.Record{}, err
 	}
 	// The committed action names its proposal first. Its writer is the
-	// proposer itself or, for a gate call, CallerWriter of the caller's
+	// proposer itself or, for a gate call, audit.CallerWriter of the caller's
 	// name: an identity that is either proposed it.
 	proposal, err := g.reader.Get(ctx, act.Provenance.InputRefs[0])
 	switch {
@@ -215,7 +200,7 @@ func (a *Approver) decide(ctx context.Context, ans Answer) (rec blackboard.Recor
 		return blackboard.Record{}, err
 	case err != nil || proposal.Provenance.Writer == a.identity:
 		return bad(blackboard.ErrPermission, "an approver cannot decide an action it proposed")
-	case proposal.Provenance.Writer == CallerWriter(a.identity) && approverNotCaller():
+	case proposal.Provenance.Writer == audit.CallerWriter(a.identity) && approverNotCaller():
 		return bad(blackboard.ErrPermission, fmt.Sprintf("%q is the caller that proposed it and cannot decide it", a.identity))
 	}
 	supersedes, err := g.x.settled(ctx, act)
@@ -277,29 +262,6 @@ func (x *executor) decidable(ctx context.Context, traceID, actionID, digest stri
 
 func isNotFound(err error) bool { return errors.Is(err, blackboard.ErrNotFound) }
 
-// Pending is a committed action that waits for an approver: what the
-// approver needs to decide it with an [Approver].
-type Pending struct {
-	ActionID string // the committed action, to approve
-	TraceID  string // its trace, to approve in
-	Tool     string // the tool called
-	// Caller is the caller that made the call; its writer ([CallerWriter]) may
-	// not approve it.
-	Caller string
-	CallID string // the framework's call id, when it gave one
-	// Args are the committed arguments; Digest their [ArgsDigest],
-	// which an approval binds.
-	Args   blackboard.Payload
-	Digest string
-	// Reason says why the call needs approval: "always", or the rule.
-	Reason string
-	// Decision is the latest answer recorded on the action, nil while
-	// none is: an approval it waits to run under, a denial it waits to be
-	// escalated for, or an approval that expired unused (past
-	// Decision.TimeMS + Decision.TTL), which a new answer may supersede.
-	Decision *audit.Approval
-}
-
 // Pending lists the actions of the trace that wait for approval, or of
 // every trace when traceID is "" (each entry names its own trace), each
 // with the latest answer recorded on it: committed by the gate with a
@@ -312,7 +274,7 @@ type Pending struct {
 // its payload's. A decision record only points at candidates: one that is
 // not the record the gate wrote when it committed a gate action of this
 // trace (see [Gate.Execute]) is passed over, whatever its context says.
-func (g *Gate) Pending(ctx context.Context, traceID string) ([]Pending, error) {
+func (g *Gate) Pending(ctx context.Context, traceID string) ([]audit.Pending, error) {
 	pending, err := g.x.pendingApprovals(ctx, traceID)
 	if err != nil {
 		return nil, err

@@ -132,7 +132,7 @@ func (x *executor) settled(ctx context.Context, act blackboard.Record) (string, 
 		if err != nil {
 			return "", err
 		}
-		if res.Kind == KindEscalated {
+		if res.Kind == audit.KindEscalated {
 			return refuse(id, settledFallback)
 		}
 		return refuse(id, settledClosed)
@@ -179,7 +179,7 @@ func (x *executor) lostClaim(ctx context.Context, actionID string, keys []string
 // attempt (used), or the escalation of the approval once it expired
 // (the safe fallback).
 func (x *executor) usedBy(ctx context.Context, holder string) settled {
-	if rec, err := x.reader.Get(ctx, holder); err == nil && rec.Kind == KindEscalated {
+	if rec, err := x.reader.Get(ctx, holder); err == nil && rec.Kind == audit.KindEscalated {
 		return settledFallback
 	}
 	return settledUsed

@@ -30,7 +30,7 @@ func TestReapproval(t *testing.T) {
 		wait := d.pendingRefund("t", "A1", 700)
 		old := d.approve("t", wait.ActionID, "human:alice", time.Hour)
 		d.clock.Advance(2 * time.Hour)
-		fresh, err := d.g.Approver("human:bob").Decide(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Approved, Note: "still due"})
+		fresh, err := d.g.Approver("human:bob").Decide(d.ctx, audit.Approval{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Decision: audit.Approved, Note: "still due"})
 		if err != nil {
 			t.Fatalf("approval after the first expired unused: %v", err)
 		}
@@ -48,14 +48,14 @@ func TestReapproval(t *testing.T) {
 			t.Fatalf("an attempt on the superseded approval: %v, want ErrDuplicateKey", err)
 		}
 		before := len(d.records())
-		_, err = d.g.Approver("human:carol").Decide(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Denied, Note: ""})
+		_, err = d.g.Approver("human:carol").Decide(d.ctx, audit.Approval{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Decision: audit.Denied, Note: ""})
 		wantDecided(t, "a denial while the new approval is in force", err, wait.ActionID, settledApproved, fresh.ID)
 		if n := len(d.records()); n != before {
 			t.Errorf("a refused decision wrote %d records", n-before)
 		}
 		res := d.execute(wait.ActionID)
 		wantOutcome(t, "execute on the new approval", res, audit.OutcomeExecuted, CodeEffectSucceeded)
-		recs := d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomeExecuted})
+		recs := d.decisions(audit.Query{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomeExecuted})
 		if len(recs) != 1 || !slices.Equal(recs[0].Approvals, []string{fresh.ID}) {
 			t.Errorf("executed records %+v, want the new approval %s", recs, fresh.ID)
 		}
@@ -64,7 +64,7 @@ func TestReapproval(t *testing.T) {
 		}
 		// Used: expired or not, it cannot be given again.
 		d.clock.Advance(2 * time.Hour)
-		_, err = d.g.Approver("human:carol").Decide(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Approved, Note: ""})
+		_, err = d.g.Approver("human:carol").Decide(d.ctx, audit.Approval{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Decision: audit.Approved, Note: ""})
 		wantDecided(t, "an approval after the approval was used", err, wait.ActionID, settledUsed, "")
 		if n := d.approvalsOf("t", wait.ActionID); n != 2 {
 			t.Errorf("%d approval records, want 2", n)
@@ -85,7 +85,7 @@ func TestNoReapproval(t *testing.T) {
 		why    settled
 	}{
 		{"denied", func(t *testing.T, d *desk, wait Result) string {
-			rec, err := d.g.Approver("human:alice").Decide(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Denied, Note: "no", TTL: time.Minute})
+			rec, err := d.g.Approver("human:alice").Decide(d.ctx, audit.Approval{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Decision: audit.Denied, Note: "no", TTL: time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -117,7 +117,7 @@ func TestNoReapproval(t *testing.T) {
 				runs := len(d.invocations("issue_refund"))
 				before := len(d.records())
 				for _, v := range []audit.Verdict{audit.Approved, audit.Denied} {
-					_, err := d.g.Approver("human:bob").Decide(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: v})
+					_, err := d.g.Approver("human:bob").Decide(d.ctx, audit.Approval{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Decision: v})
 					wantDecided(t, "a new decision", err, wait.ActionID, c.why, by)
 				}
 				if n := len(d.records()); n != before {
@@ -139,7 +139,7 @@ func TestResolveAfterExpiry(t *testing.T) {
 		wait := d.pendingRefund("t", "A1", 700)
 		d.approve("t", wait.ActionID, "human:alice", time.Minute)
 		d.clock.Advance(time.Hour)
-		res, err := d.g.Approver("human:bob").Resolve(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Approved, Note: "again"})
+		res, err := d.g.Approver("human:bob").Resolve(d.ctx, audit.Approval{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Decision: audit.Approved, Note: "again"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,7 +161,7 @@ func TestAttackEscalationBesideReapproval(t *testing.T) {
 		old := d.approve("t", wait.ActionID, "human:alice", time.Hour)
 		d.clock.Advance(2 * time.Hour)
 		j := d.job(wait.ActionID) // the driver, with the expired approval as the latest decision
-		if _, err := d.g.Approver("human:bob").Decide(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Approved, Note: "still due"}); err != nil {
+		if _, err := d.g.Approver("human:bob").Decide(d.ctx, audit.Approval{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Decision: audit.Approved, Note: "still due"}); err != nil {
 			t.Fatal(err)
 		}
 		before := len(d.records())

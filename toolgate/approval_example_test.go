@@ -36,11 +36,11 @@ func ExampleErrDecided() {
 	}
 	wait := call("call_2", "issue_refund", `{"order_id":"A1","amount":700}`)
 
-	approval, err := g.Approver("human:alice").Decide(ctx, toolgate.Answer{TraceID: "ticket-9", ActionID: wait.ActionID, Digest: wait.ArgsDigest, Verdict: audit.Approved, Note: "checked the order"})
+	approval, err := g.Approver("human:alice").Decide(ctx, audit.Approval{TraceID: "ticket-9", ActionID: wait.ActionID, Digest: wait.ArgsDigest, Decision: audit.Approved, Note: "checked the order"})
 	if err != nil {
 		panic(err)
 	}
-	_, err = g.Approver("human:bob").Decide(ctx, toolgate.Answer{TraceID: "ticket-9", ActionID: wait.ActionID, Digest: wait.ArgsDigest, Verdict: audit.Denied, Note: "looks like a duplicate"})
+	_, err = g.Approver("human:bob").Decide(ctx, audit.Approval{TraceID: "ticket-9", ActionID: wait.ActionID, Digest: wait.ArgsDigest, Decision: audit.Denied, Note: "looks like a duplicate"})
 	fmt.Println(errors.Is(err, toolgate.ErrDecided), strings.Contains(err.Error(), "(record "+approval.ID+")"))
 	res, err := g.Execute(ctx, wait.ActionID)
 	if err != nil {

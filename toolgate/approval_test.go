@@ -73,7 +73,7 @@ func TestApprovalFlow(t *testing.T) {
 			t.Errorf("still pending: %+v", pending)
 		}
 		// The result's decision record names the approval.
-		recs := d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomeExecuted})
+		recs := d.decisions(audit.Query{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomeExecuted})
 		if len(recs) != 1 || len(recs[0].Approvals) != 1 || recs[0].Approvals[0] != approval.ID || recs[0].Kind != "issue_refund" {
 			t.Errorf("executed records %+v", recs)
 		}
@@ -138,7 +138,7 @@ func TestApprovalOfAnotherAction(t *testing.T) {
 		}
 		// Nor can A's approval be recorded for B: the kernel takes the
 		// action from the trace the approval is written in.
-		if _, err := d.g.Approver("human:alice").Decide(d.ctx, Answer{TraceID: "t2", ActionID: a.ActionID, Digest: d.digest(a.ActionID), Verdict: audit.Approved, Note: ""}); !errors.Is(err, kernel.ErrInvalidReference) {
+		if _, err := d.g.Approver("human:alice").Decide(d.ctx, audit.Approval{TraceID: "t2", ActionID: a.ActionID, Digest: d.digest(a.ActionID), Decision: audit.Approved, Note: ""}); !errors.Is(err, kernel.ErrInvalidReference) {
 			t.Errorf("A's approval in B's trace: %v", err)
 		}
 		wantOutcome(t, "execute A", d.execute(a.ActionID), audit.OutcomeExecuted, CodeEffectSucceeded)
@@ -159,7 +159,7 @@ func TestApprovalExpiry(t *testing.T) {
 func TestApprovalDenied(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		wait := d.pendingRefund("t", "A1", 700)
-		if _, err := d.g.Approver("human:bob").Decide(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Denied, Note: "customer is abusing refunds"}); err != nil {
+		if _, err := d.g.Approver("human:bob").Decide(d.ctx, audit.Approval{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Decision: audit.Denied, Note: "customer is abusing refunds"}); err != nil {
 			t.Fatal(err)
 		}
 		res := d.execute(wait.ActionID)
@@ -195,7 +195,7 @@ func checkEscalated(t *testing.T, d *desk, wait, res Result, code blackboard.Cod
 	if fallbacks != 1 {
 		t.Errorf("%d fallbacks committed, want 1", fallbacks)
 	}
-	recs := d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomeEscalated})
+	recs := d.decisions(audit.Query{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomeEscalated})
 	if len(recs) != 1 || recs[0].Code != code || recs[0].ID != res.DecisionID || recs[0].Kind != "issue_refund" || len(recs[0].Approvals) != 1 {
 		t.Errorf("escalation records %+v", recs)
 	}
@@ -207,7 +207,7 @@ func checkEscalated(t *testing.T, d *desk, wait, res Result, code blackboard.Cod
 	// and the safe fallback follows it (the action is retired too, its
 	// once-key slot freed), so it takes no decision at all.
 	before := len(d.records())
-	_, err := d.g.Approver("human:carol").Decide(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Approved, Note: ""})
+	_, err := d.g.Approver("human:carol").Decide(d.ctx, audit.Approval{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Decision: audit.Approved, Note: ""})
 	if de := (*decidedError)(nil); !errors.As(err, &de) || de.Why != settledFallback || de.ActionID != wait.ActionID {
 		t.Errorf("approval of an escalated action: %v, want ErrDecided (fallback)", err)
 	}
@@ -226,7 +226,7 @@ func TestSelfApproval(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		wait := d.pendingRefund("t", "A1", 700)
 		// The caller's own writer cannot approve its call.
-		if _, err := d.g.Approver(CallerWriter("support")).Decide(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Approved, Note: "fine by me"}); !errors.Is(err, blackboard.ErrPermission) {
+		if _, err := d.g.Approver(audit.CallerWriter("support")).Decide(d.ctx, audit.Approval{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Decision: audit.Approved, Note: "fine by me"}); !errors.Is(err, blackboard.ErrPermission) {
 			t.Errorf("self-approval: %v, want ErrPermission", err)
 		}
 		wantOutcome(t, "execute after the refused self-approval", d.execute(wait.ActionID), audit.OutcomePendingApproval, CodeApprovalRequired)
@@ -237,13 +237,13 @@ func TestSelfApproval(t *testing.T) {
 }
 
 // TestApproverRefusesTheCallerByName: an approver named as the gate
-// caller that proposed the action (whose writer is CallerWriter of that
+// caller that proposed the action (whose writer is audit.CallerWriter of that
 // name) cannot decide it either; nothing is recorded and nothing runs.
 func TestApproverRefusesTheCallerByName(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		wait := d.pendingRefund("t", "A1", 700)
 		for _, v := range []audit.Verdict{audit.Approved, audit.Denied} {
-			if _, err := d.g.Approver("support").Decide(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: v, Note: "mine"}); !errors.Is(err, blackboard.ErrPermission) {
+			if _, err := d.g.Approver("support").Decide(d.ctx, audit.Approval{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Decision: v, Note: "mine"}); !errors.Is(err, blackboard.ErrPermission) {
 				t.Errorf("the caller deciding its own call: %v, want ErrPermission", err)
 			}
 		}
@@ -257,7 +257,7 @@ func TestApproverRefusesTheCallerByName(t *testing.T) {
 func TestApprovalIdentityRequired(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		wait := d.pendingRefund("t", "A1", 700)
-		if _, err := d.g.Approver("").Decide(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Approved, Note: ""}); !errors.Is(err, blackboard.ErrInvalidInput) {
+		if _, err := d.g.Approver("").Decide(d.ctx, audit.Approval{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Decision: audit.Approved, Note: ""}); !errors.Is(err, blackboard.ErrInvalidInput) {
 			t.Errorf("anonymous approval: %v, want ErrInvalidInput", err)
 		}
 		wantOutcome(t, "execute", d.execute(wait.ActionID), audit.OutcomePendingApproval, CodeApprovalRequired)
@@ -271,7 +271,7 @@ func TestApprovalPolicies(t *testing.T) {
 		// cannot be evaluated needs approval (fails closed).
 		res := d.call("t", "support", "", "issue_refund", `{"order_id":"A1","amount":10}`)
 		wantOutcome(t, "rule on a missing argument", res, audit.OutcomePendingApproval, CodeApprovalRequired)
-		recs := d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomePendingApproval})
+		recs := d.decisions(audit.Query{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomePendingApproval})
 		if len(recs) != 1 || !strings.Contains(recs[0].Context["approval_reason"].(string), "fails closed") {
 			t.Errorf("pending records %+v", recs)
 		}
@@ -300,7 +300,7 @@ func TestExecuteUnknown(t *testing.T) {
 		// A refund committed past the gate (by the owner's own Governor,
 		// as the caller's writer: a planner cannot, the action type is
 		// the gate's) is not the gate's to run.
-		dec, err := d.k.Governor().Submit(d.ctx, CallerWriter("support"), kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
+		dec, err := d.k.Governor().Submit(d.ctx, audit.CallerWriter("support"), kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
 			Payload: blackboard.Payload{"order_id": "A1", "amount": 10.0, "requires_beliefs": []string{"refund_due"}}}, nil)
 		if err != nil || !dec.Committed() {
 			t.Fatal(dec.Code, err)
@@ -337,7 +337,7 @@ func TestRoleRevokedBeforeExecution(t *testing.T) {
 		if n := len(d.invocations("issue_refund")); n != 0 {
 			t.Errorf("the refund ran %d times", n)
 		}
-		if recs := d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomeRefused}); len(recs) != 1 {
+		if recs := d.decisions(audit.Query{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomeRefused}); len(recs) != 1 {
 			t.Errorf("%d refusal records, want 1", len(recs))
 		}
 	})
@@ -392,21 +392,21 @@ func TestApproverChecks(t *testing.T) {
 			{"not an action", "t", order.ID, digest, time.Hour, kernel.ErrInvalidReference},
 			{"no such action", "t", "actions:t:99", digest, time.Hour, kernel.ErrInvalidReference},
 			{"negative TTL", "t", wait.ActionID, digest, -time.Second, blackboard.ErrInvalidInput},
-			{"TTL too long", "t", wait.ActionID, digest, MaxApprovalTTL + time.Second, blackboard.ErrInvalidInput},
+			{"TTL too long", "t", wait.ActionID, digest, audit.MaxApprovalTTL + time.Second, blackboard.ErrInvalidInput},
 		} {
-			if _, err := alice.Decide(d.ctx, Answer{TraceID: c.trace, ActionID: c.action, Digest: c.digest, Verdict: audit.Denied, Note: "", TTL: c.ttl}); !errors.Is(err, c.want) {
+			if _, err := alice.Decide(d.ctx, audit.Approval{TraceID: c.trace, ActionID: c.action, Digest: c.digest, Decision: audit.Denied, Note: "", TTL: c.ttl}); !errors.Is(err, c.want) {
 				t.Errorf("%s: %v, want %v", c.name, err, c.want)
 			}
 		}
 		if n := len(d.records()); n != before {
 			t.Errorf("refused approvals stored %d records", n-before)
 		}
-		rec, err := alice.Decide(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: digest, Verdict: audit.Approved, Note: "ok for 700"})
+		rec, err := alice.Decide(d.ctx, audit.Approval{TraceID: "t", ActionID: wait.ActionID, Digest: digest, Decision: audit.Approved, Note: "ok for 700"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		a, ok := audit.ApprovalOf(rec)
-		if !ok || alice.Identity() != "human:alice" || a.Approver != "human:alice" || a.Decision != audit.Approved || a.Digest != digest ||
+		if !ok || a.Approver != "human:alice" || a.Decision != audit.Approved || a.Digest != digest ||
 			a.ActionID != wait.ActionID || a.Note != "ok for 700" || a.TTL != time.Hour || rec.Provenance.Role != blackboard.RoleApprover {
 			t.Errorf("approval %+v (%+v)", a, rec)
 		}
@@ -431,7 +431,7 @@ func TestAttackApprovalByTheProposerAtExecution(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		wait := d.pendingRefund("t", "A1", 700)
 		f, err := audit.Approval{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Decision: audit.Approved,
-			Approver: CallerWriter("support"), TTL: time.Hour}.Follow()
+			Approver: audit.CallerWriter("support"), TTL: time.Hour}.Follow()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -466,7 +466,7 @@ func TestPendingApprovalsOfAllTraces(t *testing.T) {
 			if p.TraceID != want[p.ActionID] {
 				t.Errorf("%s: trace %q, want %q", p.ActionID, p.TraceID, want[p.ActionID])
 			}
-			if _, err := d.g.Approver("alice").Decide(d.ctx, Answer{TraceID: p.TraceID, ActionID: p.ActionID, Digest: p.Digest, Verdict: audit.Approved, Note: "ok"}); err != nil {
+			if _, err := d.g.Approver("alice").Decide(d.ctx, audit.Approval{TraceID: p.TraceID, ActionID: p.ActionID, Digest: p.Digest, Decision: audit.Approved, Note: "ok"}); err != nil {
 				t.Errorf("Approve %s in %q: %v", p.ActionID, p.TraceID, err)
 			}
 			wantOutcome(t, "approved "+p.ActionID, d.execute(p.ActionID), audit.OutcomeExecuted, CodeEffectSucceeded)

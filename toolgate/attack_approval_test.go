@@ -86,10 +86,10 @@ func TestAttackPlannerForgesDecisionRecord(t *testing.T) {
 			"approval_reason": "amount > 500", "args": map[string]any{"order_id": "A1", "amount": 501.0}}
 		refund := kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
 			Payload: blackboard.Payload{"order_id": "A1", "amount": 900000.0, "requires_beliefs": []string{"refund_due"}}}
-		if _, err := d.k.Planner(CallerWriter("support")).Submit(d.ctx, refund); !errors.Is(err, blackboard.ErrPermission) {
+		if _, err := d.k.Planner(audit.CallerWriter("support")).Submit(d.ctx, refund); !errors.Is(err, blackboard.ErrPermission) {
 			t.Errorf("a planner submits a tool's action: %v, want ErrPermission", err)
 		}
-		dec, err := d.k.Governor().Submit(d.ctx, CallerWriter("support"), refund, nil)
+		dec, err := d.k.Governor().Submit(d.ctx, audit.CallerWriter("support"), refund, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,7 +108,7 @@ func TestAttackPlannerForgesDecisionRecord(t *testing.T) {
 		if _, err := d.k.EvidenceValidator("ev").Write(d.ctx, f.Entry); err != nil {
 			t.Fatal(err)
 		}
-		for _, r := range d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund"}) {
+		for _, r := range d.decisions(audit.Query{TraceID: "t", Tool: "issue_refund"}) {
 			t.Errorf("Decisions lists %+v", r)
 		}
 		if dec.Committed() {
@@ -123,8 +123,8 @@ func TestAttackPlannerForgesDecisionRecord(t *testing.T) {
 		// The gate's own writes still carry their records.
 		d.ground("u", "A1")
 		wait := d.refund("u", "A1", 700)
-		if wait.Outcome != audit.OutcomePendingApproval || len(d.decisions(DecisionFilter{TraceID: "u", Tool: "issue_refund"})) != 1 {
-			t.Errorf("the gate's call %+v, records %+v", wait, d.decisions(DecisionFilter{TraceID: "u", Tool: "issue_refund"}))
+		if wait.Outcome != audit.OutcomePendingApproval || len(d.decisions(audit.Query{TraceID: "u", Tool: "issue_refund"})) != 1 {
+			t.Errorf("the gate's call %+v, records %+v", wait, d.decisions(audit.Query{TraceID: "u", Tool: "issue_refund"}))
 		}
 	})
 }
@@ -215,7 +215,7 @@ func TestAttackApprovalOutlivesItsEvidence(t *testing.T) {
 				if n := len(d.invocations("issue_refund")); n != 0 {
 					t.Errorf("the effect ran %d times on evidence that no longer holds", n)
 				}
-				for _, r := range d.kinds(blackboard.Percepts, KindAttempt) {
+				for _, r := range d.kinds(blackboard.Percepts, audit.KindAttempt) {
 					if effectOf(r).ActionID == wait.ActionID {
 						t.Errorf("attempt %s started", r.ID)
 					}
@@ -399,7 +399,7 @@ func TestAttackConcurrentDecisions(t *testing.T) {
 					v = audit.Denied
 				}
 				wg.Go(func() {
-					recs[i], errs[i] = ap.Decide(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: digest, Verdict: v})
+					recs[i], errs[i] = ap.Decide(d.ctx, audit.Approval{TraceID: "t", ActionID: wait.ActionID, Digest: digest, Decision: v})
 				})
 			}
 			wg.Wait()

@@ -128,7 +128,7 @@ func attackPolicyTraceTaken(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 	for _, victim := range []string{"desk", ""} {
-		trace := toolgate.PolicyTrace(victim)
+		trace := audit.PolicyTrace(victim)
 		_, err := squatter.Tool("squat").Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "squat", Payload: blackboard.Payload{"x": true}})
 		if !errors.Is(err, blackboard.ErrPermission) || kernel.CodeOf(err) != blackboard.CodePermissionDenied {
 			t.Errorf("namespace %q: a squatter's write into %s: %v, want PERMISSION_DENIED", victim, trace, err)

@@ -46,7 +46,7 @@ func (d *boundDesk) lookup(trace, order string) string {
 	if res.Outcome != audit.OutcomeExecuted {
 		d.t.Fatalf("lookup_order %s: %+v", order, res)
 	}
-	for dr, err := range d.g.Decisions(context.Background(), toolgate.DecisionFilter{TraceID: trace, Outcome: audit.OutcomeExecuted}) {
+	for dr, err := range audit.List(context.Background(), d.g.Kernel().Reader(), audit.Query{TraceID: trace, Outcome: audit.OutcomeExecuted}) {
 		if err != nil {
 			d.t.Fatal(err)
 		}
@@ -86,7 +86,7 @@ func (d *boundDesk) wantUnbound(what string, res toolgate.Result, trace, arg, pe
 		d.t.Errorf("%s: root cause %+v, want it to name %s and %s", what, res.RootCause, arg, percept)
 	}
 	found := false
-	for dr, err := range d.g.Decisions(context.Background(), toolgate.DecisionFilter{TraceID: trace}) {
+	for dr, err := range audit.List(context.Background(), d.g.Kernel().Reader(), audit.Query{TraceID: trace}) {
 		if err != nil {
 			d.t.Fatal(err)
 		}

@@ -89,7 +89,7 @@ func TestBudgetRefusesBeforeTheCall(t *testing.T) {
 
 		// Its decision record: refused, the code, the reason naming the
 		// budget, the snapshot, and the call.
-		refused := d.decisions(DecisionFilter{TraceID: "t", Outcome: audit.OutcomeRefused})
+		refused := d.decisions(audit.Query{TraceID: "t", Outcome: audit.OutcomeRefused})
 		if len(refused) != 1 || refused[0].ID != res.DecisionID || refused[0].Code != budget.CodeBudgetExceeded || refused[0].Kind != "lookup_order" {
 			t.Fatalf("refusal records %+v", refused)
 		}
@@ -106,7 +106,7 @@ func TestBudgetRefusesBeforeTheCall(t *testing.T) {
 
 		// Every other decision record of the admitted calls carries the
 		// budget as it stood after the call was counted.
-		others := d.decisions(DecisionFilter{TraceID: "t", Tool: "lookup_order"})
+		others := d.decisions(audit.Query{TraceID: "t", Tool: "lookup_order"})
 		n := 0
 		for _, o := range others {
 			if o.Outcome == audit.OutcomeRefused {
@@ -189,7 +189,7 @@ func TestLoopGuardAtTheGate(t *testing.T) {
 		if used := run.Snapshot().Used[budget.ToolCalls]; used != 2 {
 			t.Errorf("tool calls used %v, want 2", used)
 		}
-		recs := d.decisions(DecisionFilter{TraceID: "t", Outcome: audit.OutcomeRefused})
+		recs := d.decisions(audit.Query{TraceID: "t", Outcome: audit.OutcomeRefused})
 		if len(recs) != 1 || recs[0].Code != budget.CodeLoopDetected {
 			t.Fatalf("records %+v", recs)
 		}
@@ -304,7 +304,7 @@ func TestBudgetParallelLanes(t *testing.T) {
 		if used := run.Snapshot().Used[budget.ToolCalls]; used != runLimit {
 			t.Errorf("run used %v", used)
 		}
-		refused := len(d.decisions(DecisionFilter{Outcome: audit.OutcomeRefused}))
+		refused := len(d.decisions(audit.Query{Outcome: audit.OutcomeRefused}))
 		if refused != lanes*perLane-runLimit {
 			t.Errorf("%d refusal records, want %d", refused, lanes*perLane-runLimit)
 		}

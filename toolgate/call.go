@@ -74,7 +74,7 @@ type Call struct {
 	Effect EffectFunc `json:"-"`
 	// Context, when set, is the record id of the compiled context the
 	// model was shown when it made the call (an evidence record of kind
-	// [KindCompiledContext] in the call's trace). It is the caller's
+	// [audit.KindCompiledContext] in the call's trace). It is the caller's
 	// claim, and the gate checks it before anything else is recorded: a
 	// call naming anything else is refused with CONTEXT_INVALID. A valid
 	// one is recorded under "context" in every decision record of the

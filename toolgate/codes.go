@@ -119,23 +119,16 @@ var (
 	// that declares neither Scope nor Unscoped), or a tool that can never
 	// work (see [New]).
 	ErrInvalidTool = errors.New("toolgate: invalid tool")
-	// ErrSpecMismatch: a tool's action type is also given as a kernel
-	// action spec ([Config.Kernel]; the gate registers its tools' types
-	// itself), or the fallback is not a registered safe fallback, or is a
-	// tool's.
-	ErrSpecMismatch = errors.New("toolgate: kernel action spec does not match the tools")
 	// ErrInvalidConfig: a bad contract or intent (no name, a
 	// duplicate, a tool that is not registered), a bad lease or mask key,
-	// or a kernel configuration the kernel refuses.
+	// a kernel configuration the kernel refuses, a tool's action type also
+	// given as a kernel action spec ([Config.Kernel]; the gate registers
+	// its tools' types itself), or a fallback that is not a registered
+	// safe fallback, or is a tool's.
 	ErrInvalidConfig = errors.New("toolgate: invalid configuration")
-	// ErrUnknownCaller: [Gate.Surface] was asked about a caller with no
-	// contract.
-	ErrUnknownCaller = errors.New("toolgate: unknown caller")
-	// ErrUnknownIntent: [Gate.Surface] was asked about an intent that is
-	// not configured.
-	ErrUnknownIntent = errors.New("toolgate: unknown intent")
-	// ErrInvalidCall: a call the gate cannot even record: no valid trace
-	// id.
+	// ErrInvalidCall: a call the gate cannot even record (no valid trace
+	// id), or a [Gate.Surface] for a caller with no contract or an intent
+	// that is not configured.
 	ErrInvalidCall = errors.New("toolgate: invalid call")
 	// ErrUnknownAction: [Gate.Execute] or [Gate.Resume] was given an id
 	// that is not a committed action the gate proposed for one of its

@@ -2,12 +2,12 @@ package toolgate
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"time"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/rebuild"
 	"github.com/blackboardkernel/bk/internal/telemetry"
@@ -34,7 +34,7 @@ type Config struct {
 	// and of each tool's action type to the callers whose contracts list
 	// the tool. These reservations replace any of the owner's for the same
 	// kinds: the owner cannot take a tool's kinds back. An action spec for
-	// a tool's action type is [ErrSpecMismatch].
+	// a tool's action type is [ErrInvalidConfig].
 	Kernel kernel.Config
 	// Tools are the tools, in the order [Gate.Surface] lists them. A tool
 	// that rests on no belief has its action type registered as a safe,
@@ -101,11 +101,7 @@ type ConfigError struct {
 	Field string
 	// Problem says what is wrong.
 	Problem string
-	// Err is the sentinel the problem wraps, for errors.Is:
-	// [ErrInvalidTool], [ErrInvalidConfig] or [ErrSpecMismatch]. A problem
-	// of the kernel's configuration wraps both ErrInvalidConfig and the
-	// kernel's *kernel.ConfigError.
-	Err error
+	err     error // the sentinel, see Unwrap
 }
 
 // Error names the tool, the field and the problem.
@@ -117,8 +113,11 @@ func (e *ConfigError) Error() string {
 	return s + e.Field + ": " + e.Problem
 }
 
-// Unwrap returns the sentinel.
-func (e *ConfigError) Unwrap() error { return e.Err }
+// Unwrap returns the sentinel the problem wraps, for errors.Is:
+// [ErrInvalidTool] or [ErrInvalidConfig]. A problem of the kernel's
+// configuration wraps both ErrInvalidConfig and the kernel's
+// *kernel.ConfigError.
+func (e *ConfigError) Unwrap() error { return e.err }
 
 // Validate reports every problem of c that [New] would refuse, at once:
 // nil, or the [*ConfigError]s joined. Besides each field's own checks it
@@ -132,7 +131,7 @@ func (c Config) Validate() error {
 type problems []error
 
 func (p *problems) add(sentinel error, tool, field, format string, a ...any) {
-	*p = append(*p, &ConfigError{Tool: tool, Field: field, Problem: fmt.Sprintf(format, a...), Err: sentinel})
+	*p = append(*p, &ConfigError{Tool: tool, Field: field, Problem: fmt.Sprintf(format, a...), err: sentinel})
 }
 
 // compile checks c and compiles the gate it describes, without its
@@ -215,14 +214,14 @@ func kernelConfig(g *Gate, c Config) (kernel.Config, problems) {
 			if errors.As(one, &kerr) {
 				field += "." + kerr.Field
 			}
-			errs = append(errs, &ConfigError{Field: field, Problem: one.Error(), Err: errors.Join(ErrInvalidConfig, one)})
+			errs = append(errs, &ConfigError{Field: field, Problem: one.Error(), err: errors.Join(ErrInvalidConfig, one)})
 		}
 	}
 	kc := c.Kernel
 	kc.ActionSpecs = slices.Clone(kc.ActionSpecs)
 	for i, s := range c.Kernel.ActionSpecs {
 		if e := g.byAction[s.Type]; e != nil {
-			errs.add(ErrSpecMismatch, e.Name, fmt.Sprintf("Kernel.ActionSpecs[%d]", i), "action type %q is a tool's and also a kernel action spec", s.Type)
+			errs.add(ErrInvalidConfig, e.Name, fmt.Sprintf("Kernel.ActionSpecs[%d]", i), "action type %q is a tool's and also a kernel action spec", s.Type)
 		}
 	}
 	owned := map[string]bool{} // belief kinds the owner gives a spec for
@@ -244,12 +243,12 @@ func kernelConfig(g *Gate, c Config) (kernel.Config, problems) {
 			if !owned[d.Belief] {
 				kc.BeliefSpecs = append(kc.BeliefSpecs, kernel.BeliefSpec{Kind: d.Belief, DependsOn: []string{e.resultKind()}})
 			}
-			mine = append(mine, kernel.Reservation{Slot: blackboard.Beliefs, Kind: d.Belief, Writers: []string{DeriverWriter(e.Name)}})
+			mine = append(mine, kernel.Reservation{Slot: blackboard.Beliefs, Kind: d.Belief, Writers: []string{audit.DeriverWriter(e.Name)}})
 		}
 		var callers []string
 		for _, r := range c.Contracts {
 			if slices.Contains(r.Tools, e.Name) {
-				callers = append(callers, CallerWriter(r.Name))
+				callers = append(callers, audit.CallerWriter(r.Name))
 			}
 		}
 		mine = append(mine, kernel.Reservation{Slot: blackboard.Actions, Kind: e.action(), Writers: callers})
@@ -284,7 +283,7 @@ func checkFallback(g *Gate, c Config) problems {
 		}
 	}
 	if e := g.byAction[g.fallback]; !safe || e != nil {
-		errs.add(ErrSpecMismatch, "", "Fallback", "%q is not a registered safe fallback that is no tool's", g.fallback)
+		errs.add(ErrInvalidConfig, "", "Fallback", "%q is not a registered safe fallback that is no tool's", g.fallback)
 	}
 	return errs
 }
@@ -428,8 +427,7 @@ func unreachable(g *Gate, c Config, derivedBy map[string]*entry) problems {
 // New builds a gate and the kernel it governs from cfg (see [Config]), and
 // [Gate.Kernel] returns that kernel. New refuses a bad configuration with
 // every problem it finds at once ([Config.Validate]: [*ConfigError]s
-// joined, each wrapping [ErrInvalidTool], [ErrInvalidConfig] or
-// [ErrSpecMismatch]): a tool it cannot compile, an action spec of the
+// joined, each wrapping [ErrInvalidTool] or [ErrInvalidConfig]): a tool it cannot compile, an action spec of the
 // kernel's for a tool's action type, a fallback that is not a registered
 // safe fallback, bad contracts, intents, lease or mask keys, a bad kernel
 // configuration; and each configuration under which a tool can never
@@ -447,7 +445,7 @@ func unreachable(g *Gate, c Config, derivedBy map[string]*entry) problems {
 // its tool's result kind, a belief with a spec on the spec's kinds.
 //
 // New then records the gate's policy snapshot ([Gate.Policy]: evidence of
-// kind [KindPolicy] in the namespace's [PolicyTrace]) unless a gate
+// kind [audit.KindPolicy] in the namespace's [PolicyTrace]) unless a gate
 // recorded the same hash in the namespace before, and fails, closing the
 // kernel, when it cannot: a gate whose policy is not on record decides
 // nothing. A gate without tools decides no call and records no snapshot.
@@ -470,11 +468,8 @@ func New(ctx context.Context, cfg Config) (*Gate, error) {
 	if g.mask != nil {
 		g.mask.namespace = k.Namespace() // a keyring's keys are the namespace's own
 	}
-	p := g.x.snapshot(cfg)
-	if g.policyJSON, err = json.Marshal(p); err != nil {
-		return nil, errors.Join(fmt.Errorf("%w: policy snapshot: %v", ErrInvalidConfig, err), k.Close())
-	}
-	g.policyHash = p.Hash()
+	pol := g.x.snapshot(cfg).Encode()
+	g.policyJSON, g.policyHash = pol.JSON, pol.Hash
 	g.policyValue = g.policyHash
 	// Fail closed: a gate whose policy is not on record decides nothing.
 	// A gate without tools (an approver's, bk approve's) decides no call
@@ -490,14 +485,14 @@ func New(ctx context.Context, cfg Config) (*Gate, error) {
 // init finishes a compiled gate over its kernel k: the handles and
 // telemetry.
 func (g *Gate) init(k *kernel.Kernel, c Config) error {
-	g.k, g.gov, g.planner, g.reader = k, k.Governor(), governedAs(k, GateWriter), k.Tool(GateWriter)
+	g.k, g.gov, g.planner, g.reader = k, k.Governor(), governedAs(k, audit.GateWriter), k.Tool(audit.GateWriter)
 	g.x = &executor{k: k, gov: g.gov, reader: g.reader, planner: g.planner, lease: g.lease, fallback: g.fallback, g: g}
 	for _, e := range g.order {
 		e.handle = governedAs(k, toolWriter(e.Name))
-		e.deriver = governedAs(k, DeriverWriter(e.Name))
+		e.deriver = governedAs(k, audit.DeriverWriter(e.Name))
 	}
 	for _, r := range g.contracts {
-		r.planner = governedAs(k, CallerWriter(r.name))
+		r.planner = governedAs(k, audit.CallerWriter(r.name))
 	}
 	tpSet, tp := telemetry.TracerChoice(c.Kernel.TracerProvider)
 	mpSet, mp := telemetry.MeterChoice(c.Kernel.MeterProvider)

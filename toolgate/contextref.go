@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 )
-
-// KindCompiledContext is the evidence kind of a compiled context's record:
-// what a model was shown for one turn. A [Call.Context] must name one.
-const KindCompiledContext = "compiled_context"
 
 // keyContext is the key under which a decision record's context names the
 // compiled context of its call.
@@ -21,7 +18,7 @@ const keyContext = "context"
 const CodeContextInvalid = blackboard.Code("CONTEXT_INVALID")
 
 // contextRef checks the compiled context a call names: an evidence record
-// of kind [KindCompiledContext] in the call's trace, written with the
+// of kind [audit.KindCompiledContext] in the call's trace, written with the
 // kernel's role (through the Governor, which no model or tool holds). It
 // returns why the reference is refused, or "" when it holds; err is a
 // failure to read. One read by id, whatever the trace's length.
@@ -36,8 +33,8 @@ func (x *executor) contextRef(ctx context.Context, c Call) (detail string, err e
 		return "the call's context " + quote(id) + " names no record", nil
 	case err != nil:
 		return "", err
-	case rec.Slot != blackboard.Evidence || rec.Kind != KindCompiledContext:
-		return "the call's context " + quote(id) + " is no " + KindCompiledContext + " record", nil
+	case rec.Slot != blackboard.Evidence || rec.Kind != audit.KindCompiledContext:
+		return "the call's context " + quote(id) + " is no " + audit.KindCompiledContext + " record", nil
 	case rec.TraceID() != c.TraceID:
 		return "the call's context " + quote(id) + " is another trace's", nil
 	case rec.Provenance.Role != blackboard.RoleKernel:

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
@@ -27,10 +28,6 @@ const (
 	// READ_ONLY_MODE and [Gate.Surface] omits the tool.
 	SafetyReadOnly Safety = "read_only"
 )
-
-// KindControls is the evidence kind of the record [Gate.Restrict]
-// writes: the trace's run controls as they stand after it.
-const KindControls = "run_controls"
 
 // Codes of the run controls.
 const (
@@ -204,7 +201,7 @@ func (x *executor) restrict(ctx context.Context, traceID string, c Controls) err
 			prohibited[i] = t
 		}
 		_, err = x.planner.gov.Append(ctx, kernel.Follow{Role: blackboard.RoleKernel, Entry: kernel.Entry{
-			TraceID: traceID, Slot: blackboard.Evidence, Kind: KindControls, OnceKeys: keys,
+			TraceID: traceID, Slot: blackboard.Evidence, Kind: audit.KindControls, OnceKeys: keys,
 			Payload: blackboard.Payload{"mode": string(next.Safety), "prohibited": prohibited, keyPolicy: x.g.policyHash},
 		}})
 		if !errors.Is(err, blackboard.ErrDuplicateKey) {
@@ -267,19 +264,19 @@ func (v controlsValidator) Validate(_ context.Context, c kernel.Candidate) kerne
 	if e == nil {
 		return kernel.Verdict{}
 	}
-	rec, ok := c.Committed(blackboard.Evidence, KindControls)
+	rec, ok := c.Committed(blackboard.Evidence, audit.KindControls)
 	if !ok {
 		return kernel.Verdict{}
 	}
 	if rec.Provenance.Role != blackboard.RoleKernel {
-		return kernel.Verdict{Code: CodeToolProhibited, Rule: KindControls,
+		return kernel.Verdict{Code: CodeToolProhibited, Rule: audit.KindControls,
 			Detail: "the trace's latest run controls record " + rec.ID + " was not written by the gate: every tool is refused"}
 	}
 	if p, _ := rec.Payload["prohibited"].([]any); slices.Contains(p, any(e.Name)) {
-		return kernel.Verdict{Code: CodeToolProhibited, Rule: KindControls, Detail: "the trace's run controls prohibit " + quote(e.Name)}
+		return kernel.Verdict{Code: CodeToolProhibited, Rule: audit.KindControls, Detail: "the trace's run controls prohibit " + quote(e.Name)}
 	}
 	if m, _ := rec.Payload.String("mode"); m == string(SafetyReadOnly) && e.effectful() {
-		return kernel.Verdict{Code: CodeReadOnlyMode, Rule: KindControls, Detail: "the trace is read-only and " + quote(e.Name) + " is effectful"}
+		return kernel.Verdict{Code: CodeReadOnlyMode, Rule: audit.KindControls, Detail: "the trace is read-only and " + quote(e.Name) + " is effectful"}
 	}
 	return kernel.Verdict{}
 }

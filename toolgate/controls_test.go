@@ -17,7 +17,7 @@ import (
 // controlsRecords counts the run controls records of a trace.
 func (d *desk) controlsRecords(trace string) int {
 	n := 0
-	for _, r := range d.kinds(blackboard.Evidence, KindControls) {
+	for _, r := range d.kinds(blackboard.Evidence, audit.KindControls) {
 		if r.TraceID() == trace {
 			n++
 		}
@@ -50,9 +50,9 @@ func TestRestrictOnlyTightens(t *testing.T) {
 		if err != nil || got.Safety != SafetyReadOnly || !slices.Equal(got.Prohibited, []string{"lookup_order", "search_kb"}) {
 			t.Errorf("controls: %+v %v", got, err)
 		}
-		recs := d.kinds(blackboard.Evidence, KindControls)
+		recs := d.kinds(blackboard.Evidence, audit.KindControls)
 		last := recs[len(recs)-1]
-		if last.Provenance.Role != blackboard.RoleKernel || last.Payload["mode"] != string(SafetyReadOnly) || last.Payload[keyPolicy] != d.g.PolicyHash() {
+		if last.Provenance.Role != blackboard.RoleKernel || last.Payload["mode"] != string(SafetyReadOnly) || last.Payload[keyPolicy] != d.g.Policy().Hash {
 			t.Errorf("controls record: %+v", last)
 		}
 		for _, loose := range []Controls{
@@ -119,8 +119,8 @@ func TestAttackEffectfulCallInReadOnlyTrace(t *testing.T) {
 		for _, r := range d.kinds(blackboard.Actions, "issue_refund") {
 			t.Errorf("a refund was proposed: %s", r.ID)
 		}
-		dr := d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund"})
-		if len(dr) != 1 || dr[0].Code != CodeReadOnlyMode || dr[0].Context[keyPolicy] != d.g.PolicyHash() {
+		dr := d.decisions(audit.Query{TraceID: "t", Tool: "issue_refund"})
+		if len(dr) != 1 || dr[0].Code != CodeReadOnlyMode || dr[0].Context[keyPolicy] != d.g.Policy().Hash {
 			t.Errorf("decision records: %+v", dr)
 		}
 		wantOutcome(t, "lookup in a read-only trace", d.call("t", "support", "", "lookup_order", `{"order_id":"A1"}`), audit.OutcomeExecuted, CodeEffectSucceeded)
@@ -179,7 +179,7 @@ func TestAttackApprovalResumedAfterReadOnly(t *testing.T) {
 		if n := len(d.invocations("issue_refund")); n != 0 {
 			t.Errorf("the refund ran %d times", n)
 		}
-		if n := len(d.kinds(blackboard.Percepts, KindAttempt)); n != 1 { // lookup_order's
+		if n := len(d.kinds(blackboard.Percepts, audit.KindAttempt)); n != 1 { // lookup_order's
 			t.Errorf("%d attempts, want only the lookup's", n)
 		}
 	})
@@ -201,7 +201,7 @@ func TestRecoverHonoursProhibition(t *testing.T) {
 		if n := len(d.invocations("issue_refund")); n != 0 {
 			t.Errorf("the refund ran %d times", n)
 		}
-		dr := d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomeRefused})
+		dr := d.decisions(audit.Query{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomeRefused})
 		if len(dr) != 1 || dr[0].Code != CodeToolProhibited {
 			t.Errorf("refusals: %+v", dr)
 		}
@@ -264,7 +264,7 @@ func TestRestrictConcurrent(t *testing.T) {
 		}
 		// Each record holds the controls in full: the last, all three.
 		var last blackboard.Record
-		for _, r := range d.kinds(blackboard.Evidence, KindControls) {
+		for _, r := range d.kinds(blackboard.Evidence, audit.KindControls) {
 			if r.TraceID() == "t" {
 				last = r
 			}
@@ -288,7 +288,7 @@ func TestAttackForgedControlsRecord(t *testing.T) {
 		if err := d.g.Restrict(d.ctx, "t", Controls{Safety: SafetyReadOnly}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := d.k.EvidenceValidator("mallory").Write(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Evidence, Kind: KindControls,
+		if _, err := d.k.EvidenceValidator("mallory").Write(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Evidence, Kind: audit.KindControls,
 			Payload: blackboard.Payload{"mode": string(SafetyNormal), "prohibited": []any{}}}); err != nil {
 			t.Fatal(err)
 		}

@@ -412,7 +412,7 @@ func (c *crashChildState) effect(_ context.Context, inv toolgate.Invocation) (bl
 func (c *crashChildState) item(ctx context.Context, k *kernel.Kernel, g *toolgate.Gate, planner *kernel.Proposer, approver *toolgate.Approver, w work) {
 	t := c.t
 	actionID := ""
-	for d, err := range g.Decisions(ctx, toolgate.DecisionFilter{TraceID: w.trace, Tool: w.tool}) {
+	for d, err := range audit.List(ctx, g.Kernel().Reader(), audit.Query{TraceID: w.trace, Tool: w.tool}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -454,7 +454,7 @@ func (c *crashChildState) item(ctx context.Context, k *kernel.Kernel, g *toolgat
 		}
 		for _, p := range pending {
 			if p.Decision == nil {
-				if _, err := approver.Decide(ctx, toolgate.Answer{TraceID: w.trace, ActionID: p.ActionID, Digest: p.Digest, Verdict: audit.Approved, Note: "ok"}); err != nil {
+				if _, err := approver.Decide(ctx, audit.Approval{TraceID: w.trace, ActionID: p.ActionID, Digest: p.Digest, Decision: audit.Approved, Note: "ok"}); err != nil {
 					t.Fatal(err)
 				}
 				c.point("approved")
@@ -551,7 +551,7 @@ func checkCrashRun(t *testing.T, dir string, seed int64, effects int, st *crashS
 				actions = append(actions, r)
 			case r.Slot == blackboard.Actions && r.Mode == blackboard.ModePropose && r.Status == blackboard.StatusInvalidated && r.Reason != blackboard.CodeSupersededByCommit:
 				refused = append(refused, r)
-			case r.Kind != toolgate.KindAttempt && isEffect(r):
+			case r.Kind != audit.KindAttempt && isEffect(r):
 				results = append(results, r)
 			}
 		}

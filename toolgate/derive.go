@@ -23,7 +23,7 @@ import (
 // tool ([Tool.Derives]), so that no agent code submits a belief by hand.
 // After the gate records a successful result, it evaluates Value and
 // Fields over it and proposes the belief as a planner of its own
-// ([DeriverWriter]: "derive:" and the tool's name), with depends_on the id
+// ([audit.DeriverWriter]: "derive:" and the tool's name), with depends_on the id
 // of the result record it was computed from (and that id as its input
 // ref): the kernel validates it like any belief (a result superseded by a
 // newer one of its kind, stale, conflicting or low-confidence evidence

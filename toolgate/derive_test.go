@@ -96,8 +96,8 @@ func TestDeriveCommits(t *testing.T) {
 	if len(b.Provenance.InputRefs) == 0 {
 		t.Fatalf("belief %+v has no proposal", b)
 	}
-	if p, err := g.Kernel().Tool("test").Get(ctx, b.Provenance.InputRefs[0]); err != nil || p.Provenance.Writer != DeriverWriter("lookup_order") {
-		t.Errorf("proposal %+v %v, want one by %s", p, err, DeriverWriter("lookup_order"))
+	if p, err := g.Kernel().Tool("test").Get(ctx, b.Provenance.InputRefs[0]); err != nil || p.Provenance.Writer != audit.DeriverWriter("lookup_order") {
+		t.Errorf("proposal %+v %v, want one by %s", p, err, audit.DeriverWriter("lookup_order"))
 	}
 	if b.Slot != blackboard.Beliefs || b.Payload["value"] != true ||
 		b.Payload["order_id"] != "A1" || b.Payload["max_refund"] != 50.0 || b.Payload["asked"] != "A1" {
@@ -120,7 +120,7 @@ func TestDeriveCommits(t *testing.T) {
 		t.Errorf("the belief rests on no evidence: %+v", b)
 	}
 	var found bool
-	for d, err := range g.Decisions(ctx, DecisionFilter{TraceID: "t1"}) {
+	for d, err := range audit.List(ctx, g.Kernel().Reader(), audit.Query{TraceID: "t1"}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -191,13 +191,13 @@ func TestDeriveFailsClosed(t *testing.T) {
 				t.Errorf("a belief was committed: %v", b)
 			}
 			var rec audit.Entry
-			for d, err := range g.Decisions(ctx, DecisionFilter{TraceID: "t", Outcome: audit.OutcomeRefused}) {
+			for d, err := range audit.List(ctx, g.Kernel().Reader(), audit.Query{TraceID: "t", Outcome: audit.OutcomeRefused}) {
 				if err != nil {
 					t.Fatal(err)
 				}
 				rec = d
 			}
-			if rec.Code != CodeDerivationFailed || rec.Kind != "refund_due" || rec.ID != dv.DecisionID || rec.Context[keyPolicy] != g.PolicyHash() {
+			if rec.Code != CodeDerivationFailed || rec.Kind != "refund_due" || rec.ID != dv.DecisionID || rec.Context[keyPolicy] != g.Policy().Hash {
 				t.Errorf("decision record %+v", rec)
 			}
 			if r := callGate(t, g, "t", "issue_refund", `{"order_id":"A1","amount":1}`); r.Outcome != audit.OutcomeRefused || *refunds != 0 {

@@ -31,7 +31,14 @@
 // Inside, [Gate] is the integrator's handle: its methods are what an
 // integrator calls. The call path and the execution of committed actions
 // (attempts, retries, approvals, escalation, recovery) are the gate's
-// executor, an unexported type the gate's methods call into.
+// executor, an unexported type the gate's methods call into. The records
+// the gate writes are package audit's, each shape with its one encoder and
+// decoder: decision records ([audit.Entry], listed by [audit.List]),
+// approvals ([audit.Approval], the answer an [Approver] records) and the
+// actions waiting for one ([audit.Pending], listed by [Gate.Pending]),
+// effects ([audit.Effect]), the policy snapshot ([Gate.Policy], an
+// [audit.Policy]), the record kinds ([audit.KindAttempt], ...) and the
+// writer ids ([audit.CallerWriter], ...).
 //
 // # The smallest use
 //
@@ -78,7 +85,7 @@
 // typed failures, approvals, the lifecycle as a chain of records, exactly
 // once and what that does not mean, masked fields (their keys are package
 // mask's), caller-driven tools,
-// recovery, decision records ([Gate.Decisions]), telemetry and
+// recovery, decision records ([audit.List]), telemetry and
 // concurrency. It also says what the gate guarantees and what it does
 // not, with the reasons. docs/runtime.md covers budgets, loop guards and
 // typed failures in the agent's run; docs/observability.md the spans and

@@ -139,7 +139,7 @@ func TestAttackCallerEffectBurned(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantOutcome(t, "the call", res, audit.OutcomePendingApproval, CodeApprovalRequired)
-		out, err := d.g.Approver("human:lead").Resolve(d.ctx, Answer{TraceID: "t1", ActionID: res.ActionID, Digest: res.ArgsDigest, Verdict: audit.Approved, Note: "ok"})
+		out, err := d.g.Approver("human:lead").Resolve(d.ctx, audit.Approval{TraceID: "t1", ActionID: res.ActionID, Digest: res.ArgsDigest, Decision: audit.Approved, Note: "ok"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,7 +169,7 @@ func TestAttackCallerEffectBurned(t *testing.T) {
 		if len(f.runs) != 1 {
 			t.Fatalf("the framework's tool ran %d times, want 1", len(f.runs))
 		}
-		ds := d.decisions(DecisionFilter{TraceID: "t1", Outcome: audit.OutcomeExecuted, Tool: "issue_refund"})
+		ds := d.decisions(audit.Query{TraceID: "t1", Outcome: audit.OutcomeExecuted, Tool: "issue_refund"})
 		if len(ds) != 1 || len(ds[0].Approvals) != 1 {
 			t.Fatalf("executed decisions %+v, want one, under the approval", ds)
 		}
@@ -236,7 +236,7 @@ func TestCallerDrivenDenied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := d.g.Approver("human:lead").Resolve(d.ctx, Answer{TraceID: "t1", ActionID: res.ActionID, Digest: res.ArgsDigest, Verdict: audit.Denied, Note: "no"})
+	out, err := d.g.Approver("human:lead").Resolve(d.ctx, audit.Approval{TraceID: "t1", ActionID: res.ActionID, Digest: res.ArgsDigest, Decision: audit.Denied, Note: "no"})
 	if err != nil {
 		t.Fatal(err)
 	}

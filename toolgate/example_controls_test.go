@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -33,17 +34,28 @@ func ExampleGate_Restrict() {
 	// true
 }
 
-// Every decision record names the policy snapshot in force; the snapshot
-// is recorded once per hash in the namespace.
+// Every decision record names the policy snapshot in force, by its hash;
+// the snapshot is recorded once per hash in the namespace, as JSON.
 func ExampleGate_Policy() {
 	refunds := 0
 	_, g := supportDesk(&refunds)
 	defer g.Close()
 	p := g.Policy()
-	for _, t := range p.Tools {
+	var snap struct {
+		Tools []struct {
+			Name     string
+			Requires []string
+			Approval json.RawMessage
+		}
+		Fallback string
+	}
+	if err := json.Unmarshal(p.JSON, &snap); err != nil {
+		panic(err)
+	}
+	for _, t := range snap.Tools {
 		fmt.Println(t.Name, t.Requires, t.Approval != nil)
 	}
-	fmt.Println(p.Hash() == g.PolicyHash(), p.Fallback)
+	fmt.Println(strings.HasPrefix(p.Hash, "sha256:"), snap.Fallback)
 	// Output:
 	// lookup_order [] false
 	// issue_refund [refund_due] true

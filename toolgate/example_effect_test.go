@@ -43,7 +43,7 @@ func ExampleCall_effect() {
 		panic(err)
 	}
 	fmt.Println(res.Outcome)
-	res, err = g.Approver("human:lead").Resolve(ctx, toolgate.Answer{TraceID: "chat-1", ActionID: res.ActionID, Digest: res.ArgsDigest, Verdict: audit.Approved, Note: "ok"})
+	res, err = g.Approver("human:lead").Resolve(ctx, audit.Approval{TraceID: "chat-1", ActionID: res.ActionID, Digest: res.ArgsDigest, Decision: audit.Approved, Note: "ok"})
 	if err != nil {
 		panic(err)
 	}

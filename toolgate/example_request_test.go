@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -36,7 +37,7 @@ func ExampleGate_RecordRequest() {
 	}
 	defer g.Close()
 	// From the ticket system, never from the model.
-	if err := g.RecordRequest(ctx, "T3", toolgate.Request{Principal: "chloe@example.com", Resources: map[string][]string{"order": {"A3"}}}); err != nil {
+	if err := g.RecordRequest(ctx, "T3", audit.Request{Principal: "chloe@example.com", Resources: map[string][]string{"order": {"A3"}}}); err != nil {
 		panic(err)
 	}
 	for _, c := range []struct{ tool, args string }{

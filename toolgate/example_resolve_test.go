@@ -42,7 +42,7 @@ func ExampleApprover_Resolve() {
 	p := pending[0]                    // what the person is shown: the tool, the arguments, the digest
 	alice := g.Approver("human:alice") // the identity the application verified
 	for range 2 {
-		res, err := alice.Resolve(ctx, toolgate.Answer{TraceID: "ticket-8", ActionID: p.ActionID, Digest: p.Digest, Verdict: audit.Approved, Note: "checked the order"})
+		res, err := alice.Resolve(ctx, audit.Approval{TraceID: "ticket-8", ActionID: p.ActionID, Digest: p.Digest, Decision: audit.Approved, Note: "checked the order"})
 		if err != nil {
 			panic(err)
 		}

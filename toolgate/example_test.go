@@ -104,7 +104,7 @@ func Example() {
 	}
 	p := pending[0]
 	fmt.Println("pending:", p.Tool, p.Args["amount"], p.Reason)
-	if _, err := g.Approver("human:alice").Decide(ctx, toolgate.Answer{TraceID: "ticket-7", ActionID: p.ActionID, Digest: p.Digest, Verdict: audit.Approved, Note: "checked the order"}); err != nil {
+	if _, err := g.Approver("human:alice").Decide(ctx, audit.Approval{TraceID: "ticket-7", ActionID: p.ActionID, Digest: p.Digest, Decision: audit.Approved, Note: "checked the order"}); err != nil {
 		panic(err)
 	}
 

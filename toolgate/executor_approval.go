@@ -73,7 +73,7 @@ func (x *executor) checkApproval(ctx context.Context, j *job) (res Result, done 
 		res, err := x.refuseForGood(ctx, j, CodeApprovalMismatch, "approval "+a.ID+" binds digest "+a.Digest+", the action's is "+want)
 		return res, true, err
 	}
-	if caller, _ := j.cc["caller"].(string); a.Approver == CallerWriter(caller) {
+	if caller, _ := j.cc["caller"].(string); a.Approver == audit.CallerWriter(caller) {
 		// Approve refuses this; it holds unless the record was forged.
 		res, err := x.refuseForGood(ctx, j, CodeApprovalMismatch, "approval "+a.ID+" is by the action's own proposer")
 		return res, true, err
@@ -123,7 +123,7 @@ func (x *executor) writeEscalation(ctx context.Context, j *job, code blackboard.
 	eff.Approval, eff.Approver, eff.Note = approval.ID, approval.Approver, approval.Note
 	cc := j.cc.Clone()
 	cc["approver"] = approval.Approver
-	return j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Percepts, Kind: KindEscalated,
+	return j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Percepts, Kind: audit.KindEscalated,
 		Payload: payload(eff), InputRefs: []string{j.act.ID, approval.ID}, OnceKeys: keys},
 		func(rec blackboard.Record) audit.Entry {
 			dr := audit.ForRecord(rec, j.e.action(), audit.OutcomeEscalated, code)
@@ -142,7 +142,7 @@ func (x *executor) refuseForGood(ctx context.Context, j *job, code blackboard.Co
 	eff.Error = detail
 	cc := j.cc.Clone()
 	cc["error"] = detail
-	w, err := j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Percepts, Kind: KindFailed,
+	w, err := j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Percepts, Kind: audit.KindFailed,
 		Payload: payload(eff), InputRefs: []string{j.act.ID}, OnceKeys: append([]string{j.resultKey()}, keys...)},
 		func(rec blackboard.Record) audit.Entry {
 			dr := audit.ForRecord(rec, j.e.action(), audit.OutcomeRefused, code)

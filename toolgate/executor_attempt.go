@@ -243,7 +243,7 @@ func (x *executor) startAttempt(ctx context.Context, j *job, n int, prev blackbo
 		refs = append(refs, j.approval)
 		keys = append(keys, approvalKey(j.approval))
 	}
-	w, err := j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Percepts, Kind: KindAttempt,
+	w, err := j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Percepts, Kind: audit.KindAttempt,
 		Payload: payload(eff), InputRefs: refs, OnceKeys: keys}, nil)
 	return w.rec, err
 }
@@ -364,7 +364,7 @@ func (x *executor) finish(ctx context.Context, j *job, n int, att blackboard.Rec
 			eff.ExecutionStatus, eff.Category, eff.Retryable = f.Status(), f.Category(), f.Retryable()
 			dr.Context["execution_status"], dr.Context["category"] = string(f.Status()), string(f.Category())
 		}
-		entry.Kind, entry.Payload = KindFailed, payload(eff)
+		entry.Kind, entry.Payload = audit.KindFailed, payload(eff)
 		dr.Outcome, dr.Code = audit.OutcomeFailed, code
 	}
 	w, err := j.e.handle.Write(ctx, entry, func(rec blackboard.Record) audit.Entry {

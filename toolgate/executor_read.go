@@ -42,7 +42,7 @@ func (x *executor) gated(ctx context.Context, actionID string) (blackboard.Recor
 		return unknown("no proposal")
 	}
 	proposal, err := x.reader.Get(ctx, act.Provenance.InputRefs[0])
-	if err != nil || proposal.Provenance.Writer != CallerWriter(caller) {
+	if err != nil || proposal.Provenance.Writer != audit.CallerWriter(caller) {
 		return unknown("not proposed by the caller the gate recorded")
 	}
 	return act, e, gd, nil

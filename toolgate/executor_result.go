@@ -60,14 +60,14 @@ func (x *executor) result(ctx context.Context, j *job, rec blackboard.Record, de
 		return res, err
 	}
 	switch rec.Kind {
-	case KindEscalated:
+	case audit.KindEscalated:
 		res.Outcome = audit.OutcomeRefused
 		res.RootCause = kernel.Cause{Code: res.Code, Record: eff.Approval, Detail: eff.Note}
 		res.Hint = x.hint(ctx, j.e, res.Code, res.RootCause, "")
 		if res.FallbackID, err = x.ensureFallback(ctx, j, res.Code); err != nil {
 			return res, err
 		}
-	case KindFailed:
+	case audit.KindFailed:
 		res.Outcome = audit.OutcomeFailed
 		res.RootCause = kernel.Cause{Code: res.Code, Record: rec.ID, Detail: eff.Error}
 		if eff.ExecutionStatus != "" {
@@ -120,7 +120,7 @@ func (x *executor) fallbackOf(ctx context.Context, j *job) (id string, proposed 
 		if r.Mode == blackboard.ModeCommit {
 			return r.ID, true, nil
 		}
-		proposed = proposed || r.Provenance.Writer == GateWriter
+		proposed = proposed || r.Provenance.Writer == audit.GateWriter
 	}
 	return "", proposed, nil
 }

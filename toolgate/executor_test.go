@@ -35,7 +35,7 @@ func (d *desk) committed(trace, order string, amount float64) *job {
 // attempts returns the attempt percepts of an action, oldest first.
 func (d *desk) attempts(actionID string) []blackboard.Record {
 	var out []blackboard.Record
-	for _, r := range d.kinds(blackboard.Percepts, KindAttempt) {
+	for _, r := range d.kinds(blackboard.Percepts, audit.KindAttempt) {
 		if effectOf(r).ActionID == actionID {
 			out = append(out, r)
 		}
@@ -100,10 +100,10 @@ func TestRetriesExhausted(t *testing.T) {
 		if n := len(d.invocations("issue_refund")); n != 3 {
 			t.Errorf("%d calls, want the 3 the policy allows", n)
 		}
-		if len(d.kinds(blackboard.Percepts, "refund")) != 0 || len(d.kinds(blackboard.Percepts, KindFailed)) != 1 {
+		if len(d.kinds(blackboard.Percepts, "refund")) != 0 || len(d.kinds(blackboard.Percepts, audit.KindFailed)) != 1 {
 			t.Error("a failure must be recorded as effect_failed, not as a refund")
 		}
-		recs := d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomeFailed})
+		recs := d.decisions(audit.Query{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomeFailed})
 		if len(recs) != 1 || recs[0].Code != CodeRetriesExhausted || recs[0].ID != res.DecisionID {
 			t.Errorf("failure records %+v", recs)
 		}
@@ -299,7 +299,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 	t.Run("escalation without its fallback", func(t *testing.T) {
 		onStores(t, func(t *testing.T, d *desk) {
 			wait := d.pendingRefund("t", "A1", 700)
-			denial, err := d.g.Approver("human:bob").Decide(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Denied, Note: "no"})
+			denial, err := d.g.Approver("human:bob").Decide(d.ctx, audit.Approval{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Decision: audit.Denied, Note: "no"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -333,7 +333,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 			approved := d.pendingRefund("t2", "A2", 700)
 			denied := d.pendingRefund("t3", "A3", 700)
 			d.approve("t2", approved.ActionID, "human:alice", 24*time.Hour)
-			if _, err := d.g.Approver("human:alice").Decide(d.ctx, Answer{TraceID: "t3", ActionID: denied.ActionID, Digest: d.digest(denied.ActionID), Verdict: audit.Denied, Note: "no"}); err != nil {
+			if _, err := d.g.Approver("human:alice").Decide(d.ctx, audit.Approval{TraceID: "t3", ActionID: denied.ActionID, Digest: d.digest(denied.ActionID), Decision: audit.Denied, Note: "no"}); err != nil {
 				t.Fatal(err)
 			}
 			d.clock.Advance(2 * defaultLease)
@@ -435,36 +435,36 @@ func TestDecisionRecordsForEveryOutcome(t *testing.T) {
 		d.call("t", "support", "", "search_kb", `{"query":"x"}`)    // refused: contract
 		d.call("t", "researcher", "", "search_kb", `{"query":"x"}`) // committed + failed
 		wait := d.refund("t", "A1", 700)                            // pending approval
-		if _, err := d.g.Approver("human:bob").Decide(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Denied, Note: "no"}); err != nil {
+		if _, err := d.g.Approver("human:bob").Decide(d.ctx, audit.Approval{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Decision: audit.Denied, Note: "no"}); err != nil {
 			t.Fatal(err)
 		}
 		d.execute(wait.ActionID) // escalated + the fallback's commit
 		d.refund("t", "A1", 10)  // refused: the grounding is used up
-		count := func(f DecisionFilter) map[audit.Outcome]int {
+		count := func(f audit.Query) map[audit.Outcome]int {
 			out := map[audit.Outcome]int{}
 			for _, r := range d.decisions(f) {
 				out[r.Outcome]++
 			}
 			return out
 		}
-		all := count(DecisionFilter{TraceID: "t"})
+		all := count(audit.Query{TraceID: "t"})
 		want := map[audit.Outcome]int{audit.OutcomeCommitted: 3, audit.OutcomeExecuted: 1, audit.OutcomeRefused: 2,
 			audit.OutcomeFailed: 1, audit.OutcomePendingApproval: 1, audit.OutcomeEscalated: 1}
 		if fmt.Sprint(all) != fmt.Sprint(want) {
 			t.Errorf("records by outcome %v, want %v", all, want)
 		}
-		refunds := count(DecisionFilter{TraceID: "t", Tool: "issue_refund"})
+		refunds := count(audit.Query{TraceID: "t", Tool: "issue_refund"})
 		if fmt.Sprint(refunds) != fmt.Sprint(map[audit.Outcome]int{audit.OutcomeCommitted: 1, audit.OutcomePendingApproval: 1,
 			audit.OutcomeEscalated: 1, audit.OutcomeRefused: 1}) {
 			t.Errorf("issue_refund records %v", refunds)
 		}
-		failed := d.decisions(DecisionFilter{Outcome: audit.OutcomeFailed})
+		failed := d.decisions(audit.Query{Outcome: audit.OutcomeFailed})
 		if len(failed) != 1 || failed[0].Kind != "search_kb" || failed[0].Context["error"] != "an error of type *errors.errorString" || failed[0].Context["caller"] != "researcher" {
 			t.Errorf("failed records %+v", failed)
 		}
 		// Every record about a stored record lands next to it, written
 		// in the same batch.
-		for _, r := range d.decisions(DecisionFilter{TraceID: "t"}) {
+		for _, r := range d.decisions(audit.Query{TraceID: "t"}) {
 			if r.Subject == "" {
 				continue
 			}
@@ -472,7 +472,7 @@ func TestDecisionRecordsForEveryOutcome(t *testing.T) {
 				t.Errorf("record %s names %s: %v", r.ID, r.Subject, err)
 			}
 		}
-		if n := len(d.decisions(DecisionFilter{TraceID: "other"})); n != 0 {
+		if n := len(d.decisions(audit.Query{TraceID: "other"})); n != 0 {
 			t.Errorf("%d records in another trace", n)
 		}
 	})

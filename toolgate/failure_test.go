@@ -40,7 +40,7 @@ func TestTypedEffectFailures(t *testing.T) {
 			if !ok || f.Status() != tc.status || f.Legacy() != tc.legacy {
 				t.Errorf("%s: Failure() = %v (legacy %v), want %s (legacy %v)", tc.name, f, f.Legacy(), tc.status, tc.legacy)
 			}
-			recs := d.decisions(DecisionFilter{TraceID: "t", Outcome: audit.OutcomeFailed})
+			recs := d.decisions(audit.Query{TraceID: "t", Outcome: audit.OutcomeFailed})
 			last := recs[len(recs)-1]
 			if got, _ := last.Context["execution_status"].(string); !tc.legacy && got != string(tc.status) || tc.legacy && got != "" {
 				t.Errorf("%s: the record says %q", tc.name, got)

@@ -3,44 +3,13 @@ package toolgate
 import (
 	"context"
 	"fmt"
-	"iter"
 	"slices"
 	"time"
 
-	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/telemetry"
 	"github.com/blackboardkernel/bk/kernel"
 )
-
-// Percept kinds the gate writes, besides each tool's result kind.
-const (
-	// KindAttempt is the percept an executor writes before it starts an
-	// effect (persist before act).
-	KindAttempt = "effect_attempt"
-	// KindFailed records an effect that failed for good, or a committed
-	// action refused for good when it was to run (status refused: its
-	// caller lost the tool, say). A failure is no observation of what the
-	// tool looks at, so it is not recorded under the tool's result kind
-	// and never replaces the last good result.
-	KindFailed = "effect_failed"
-	// KindEscalated records an action that will not run because its
-	// approval was denied or expired; the safe fallback follows it.
-	KindEscalated = "effect_escalated"
-)
-
-// GateWriter is the planner writer the gate submits safe fallbacks with.
-const GateWriter = "toolgate"
-
-// CallerWriter returns the writer id under which a caller's calls are proposed
-// to the kernel. It is what decision records and provenance name, and an
-// approver minted with this identity is refused: a caller cannot approve its
-// own calls.
-func CallerWriter(caller string) string { return "caller:" + caller }
-
-// DeriverWriter returns the planner writer id under which the gate
-// proposes the beliefs a tool's results derive ([Tool.Derives]).
-func DeriverWriter(tool string) string { return "derive:" + tool }
 
 // Contract is a caller's contract: the tools a worker that calls under its
 // name is authorized to use. A tool not listed is refused (TOOL_NOT_PERMITTED) and never
@@ -166,18 +135,17 @@ func (s Spec) clone() Spec {
 // may change between Surface and a call, and a model may call a tool it
 // was not shown. [Gate.Call] checks every call again.
 //
-// An unknown caller is [ErrUnknownCaller] and an intent that is not
-// configured [ErrUnknownIntent]; a bad trace id is the kernel's
-// ErrInvalidInput.
+// An unknown caller or an intent that is not configured is
+// [ErrInvalidCall]; a bad trace id is the kernel's ErrInvalidInput.
 func (g *Gate) Surface(ctx context.Context, caller, traceID, intent string) ([]Spec, error) {
 	r := g.contracts[caller]
 	if r == nil {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownCaller, caller)
+		return nil, fmt.Errorf("%w: unknown caller %q", ErrInvalidCall, caller)
 	}
 	var allowed map[string]bool
 	if g.intents != nil && intent != "" {
 		if allowed = g.intents[intent]; allowed == nil {
-			return nil, fmt.Errorf("%w: %q", ErrUnknownIntent, intent)
+			return nil, fmt.Errorf("%w: unknown intent %q", ErrInvalidCall, intent)
 		}
 	}
 	v, err := g.k.View(ctx, traceID, kernel.ViewOptions{})
@@ -259,35 +227,4 @@ func (g *Gate) Call(ctx context.Context, c Call) (res Result, err error) {
 	}
 	j.fresh = true
 	return g.x.run(ctx, j)
-}
-
-// DecisionFilter narrows [Gate.Decisions]. A zero field matches
-// everything.
-type DecisionFilter struct {
-	// TraceID keeps the records of one trace (read through its index).
-	TraceID string
-	// Tool matches the tool the call named (the record's context), so it
-	// finds a call's whole chain: refusal or commit, result, escalation
-	// and its fallback.
-	Tool string
-	// Outcome keeps the records with that outcome.
-	Outcome audit.Outcome
-}
-
-// Decisions streams the decision records of the kernel's namespace that
-// match f, in append order: one per refused call, per committed (or
-// pending-approval) action, per effect result, per escalation and its
-// fallback. It wraps [audit.List]; without TraceID it reads every trace
-// of the namespace.
-func (g *Gate) Decisions(ctx context.Context, f DecisionFilter) iter.Seq2[audit.Entry, error] {
-	return func(yield func(audit.Entry, error) bool) {
-		for d, err := range audit.List(ctx, g.reader, audit.Query{TraceID: f.TraceID, Outcome: f.Outcome}) {
-			if err == nil && f.Tool != "" && d.Context["tool"] != any(f.Tool) {
-				continue
-			}
-			if !yield(d, err) || err != nil {
-				return
-			}
-		}
-	}
 }

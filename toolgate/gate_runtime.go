@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/blackboardkernel/bk/audit"
 )
 
 // The gate's methods that act on its committed actions and on a trace's
@@ -117,7 +119,7 @@ func (g *Gate) Controls(ctx context.Context, traceID string) (Controls, error) {
 // the trace prohibits, else Restrict fails with a [*controlsError]
 // ([ErrLoosened]) and records nothing; c equal to the trace's controls
 // records nothing either. An unknown mode or a tool the gate does not
-// hold is [ErrInvalidCall]. The record (evidence of kind [KindControls],
+// hold is [ErrInvalidCall]. The record (evidence of kind [audit.KindControls],
 // the controls in full and the gate's policy hash) is written through the
 // kernel's Governor and claims one once-key per control it adds and one
 // for the controls it read, so concurrent Restricts are ordered and none
@@ -142,9 +144,9 @@ func (g *Gate) Restrict(ctx context.Context, traceID string, c Controls) error {
 // again records nothing and returns nil (so a restarted run may record it
 // again), another fails with [ErrRequestRecorded]. A bad trace id or
 // request is [ErrInvalidCall]. The record (evidence of kind
-// [KindRequest]) is written through the kernel's Governor with the
+// [audit.KindRequest]) is written through the kernel's Governor with the
 // kernel's role and claims the trace's request once-key, so of concurrent
 // recordings one lands. Safe for concurrent use.
-func (g *Gate) RecordRequest(ctx context.Context, traceID string, r Request) error {
+func (g *Gate) RecordRequest(ctx context.Context, traceID string, r audit.Request) error {
 	return g.x.recordRequest(ctx, traceID, r)
 }

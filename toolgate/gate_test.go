@@ -42,7 +42,7 @@ func refusedBeforeKernel(t *testing.T, d *desk, what string, c Call, code blackb
 		t.Fatalf("%s stored %d records, want its decision record only", what, len(after)-before)
 	}
 	var dr *audit.Entry
-	for r := range d.g.Decisions(d.ctx, DecisionFilter{TraceID: c.TraceID}) {
+	for r := range audit.List(d.ctx, d.g.Kernel().Reader(), audit.Query{TraceID: c.TraceID}) {
 		if r.ID == res.DecisionID {
 			dr = &r
 		}
@@ -75,7 +75,7 @@ func TestRoleContract(t *testing.T) {
 		// Past the gate, a planner as the researcher's writer cannot
 		// propose the refund either: the gate reserves a tool's action
 		// type to the callers whose contracts list it.
-		dec, err := d.k.Planner(CallerWriter("researcher")).Submit(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
+		dec, err := d.k.Planner(audit.CallerWriter("researcher")).Submit(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
 			Payload: blackboard.Payload{"order_id": "A1", "amount": 10.0, "requires_beliefs": []string{"refund_due"}}})
 		if !errors.Is(err, blackboard.ErrPermission) || dec.Committed() {
 			t.Errorf("the kernel alone: %v %v, want PERMISSION_DENIED (the action type is the gate's)", dec.Code, err)
@@ -120,7 +120,7 @@ func TestUnknownTool(t *testing.T) {
 		res := refusedBeforeKernel(t, d, "a long name that is not UTF-8",
 			Call{Tool: strings.Repeat("x", 1000) + "\xff", Args: json.RawMessage(`{"a":1}`), Caller: "support", TraceID: "t"},
 			CodeToolUnknown, "Call only the tools")
-		recs := d.decisions(DecisionFilter{TraceID: "t", Outcome: audit.OutcomeRefused})
+		recs := d.decisions(audit.Query{TraceID: "t", Outcome: audit.OutcomeRefused})
 		if last := recs[len(recs)-1]; last.ID != res.DecisionID || len(last.Kind) > 300 || last.Context["args_raw"] != `{"a":1}` {
 			t.Errorf("record %+v", last)
 		}
@@ -168,7 +168,7 @@ func TestInvalidArguments(t *testing.T) {
 		// no amount (through the gate's own caller writer, the only one it
 		// admits for a tool's action): it gates evidence, not argument
 		// shapes.
-		dec, err := d.k.Governor().Submit(d.ctx, CallerWriter("support"), kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
+		dec, err := d.k.Governor().Submit(d.ctx, audit.CallerWriter("support"), kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
 			Payload: blackboard.Payload{"order_id": "A1", "requires_beliefs": []string{"refund_due"}}}, nil)
 		if err != nil || !dec.Committed() {
 			t.Errorf("the kernel alone: %v %v, want the malformed refund committed", dec.Code, err)
@@ -205,7 +205,7 @@ func TestKernelRefusals(t *testing.T) {
 			if got := len(d.records()) - before; got != 2 {
 				t.Errorf("the refusal stored %d records, want the proposal and its decision record", got)
 			}
-			if dr := d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomeRefused}); len(dr) != 1 || dr[0].Code != blackboard.CodeStaleEvidence || dr[0].ID != res.DecisionID {
+			if dr := d.decisions(audit.Query{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomeRefused}); len(dr) != 1 || dr[0].Code != blackboard.CodeStaleEvidence || dr[0].ID != res.DecisionID {
 				t.Errorf("decision records %+v", dr)
 			}
 		})
@@ -296,10 +296,10 @@ func TestSurface(t *testing.T) {
 		if specs[1].Description != "Refund an order." || !json.Valid(specs[1].Parameters) || !strings.Contains(string(specs[1].Parameters), "amount") {
 			t.Errorf("spec %+v", specs[1])
 		}
-		if _, err := d.g.Surface(d.ctx, "intruder", "t", "refund"); !errors.Is(err, ErrUnknownCaller) {
+		if _, err := d.g.Surface(d.ctx, "intruder", "t", "refund"); !errors.Is(err, ErrInvalidCall) {
 			t.Errorf("unknown caller: %v", err)
 		}
-		if _, err := d.g.Surface(d.ctx, "support", "t", "poetry"); !errors.Is(err, ErrUnknownIntent) {
+		if _, err := d.g.Surface(d.ctx, "support", "t", "poetry"); !errors.Is(err, ErrInvalidCall) {
 			t.Errorf("unknown intent: %v", err)
 		}
 		if _, err := d.g.Surface(d.ctx, "support", "", "refund"); !errors.Is(err, blackboard.ErrInvalidInput) {
@@ -354,13 +354,13 @@ func TestNewChecks(t *testing.T) {
 	}{
 		{"fine", Config{Tools: []Tool{lookup, refund}, Contracts: []Contract{{"support", []string{"lookup_order"}}}}, nil},
 		{"no tools", Config{}, nil},
-		{"tool type also a kernel spec", Config{Tools: []Tool{lookup, refund}, Kernel: kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", MinBeliefs: []string{"refund_due"}}}}}, ErrSpecMismatch},
-		{"tool type given as a kernel spec before", Config{Kernel: kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "lookup_order", SafeFallback: true}}}, Tools: []Tool{lookup}}, ErrSpecMismatch},
-		{"tool type is the fallback", Config{Tools: []Tool{{Unscoped: true, Name: kernel.FallbackQueueForReview, Effect: effect}}}, ErrSpecMismatch},
-		{"fallback not registered", Config{Tools: []Tool{lookup}, Fallback: "call_a_human"}, ErrSpecMismatch},
+		{"tool type also a kernel spec", Config{Tools: []Tool{lookup, refund}, Kernel: kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", MinBeliefs: []string{"refund_due"}}}}}, ErrInvalidConfig},
+		{"tool type given as a kernel spec before", Config{Kernel: kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "lookup_order", SafeFallback: true}}}, Tools: []Tool{lookup}}, ErrInvalidConfig},
+		{"tool type is the fallback", Config{Tools: []Tool{{Unscoped: true, Name: kernel.FallbackQueueForReview, Effect: effect}}}, ErrInvalidConfig},
+		{"fallback not registered", Config{Tools: []Tool{lookup}, Fallback: "call_a_human"}, ErrInvalidConfig},
 		{"fallback registered", Config{Tools: []Tool{lookup}, Fallback: "call_a_human", Kernel: kernel.Config{ActionSpecs: fallback}}, nil},
-		{"fallback a tool's", Config{Tools: []Tool{refund}, Fallback: "issue_refund"}, ErrSpecMismatch},
-		{"fallback a read-only tool's", Config{Tools: []Tool{lookup}, Fallback: "lookup_order"}, ErrSpecMismatch},
+		{"fallback a tool's", Config{Tools: []Tool{refund}, Fallback: "issue_refund"}, ErrInvalidConfig},
+		{"fallback a read-only tool's", Config{Tools: []Tool{lookup}, Fallback: "lookup_order"}, ErrInvalidConfig},
 		{"bad kernel option", Config{Tools: []Tool{lookup}, Kernel: kernel.Config{MinConfidence: 2}}, blackboard.ErrInvalidInput},
 		{"approval rule does not compile", Config{Tools: []Tool{withApproval(refund, "amount >")}}, ErrInvalidTool},
 		{"approval rule not a bool", Config{Tools: []Tool{withApproval(refund, "amount + 1")}}, ErrInvalidTool},
@@ -378,7 +378,7 @@ func TestNewChecks(t *testing.T) {
 		{"schema not an object", Config{Tools: []Tool{withParams(lookup, `{"type":"array"}`)}}, ErrInvalidTool},
 		{"unknown property type", Config{Tools: []Tool{withParams(lookup, `{"type":"object","properties":{"x":{"type":"float"}}}`)}}, ErrInvalidTool},
 		{"undeclared required", Config{Tools: []Tool{withParams(lookup, `{"type":"object","required":["x"]}`)}}, ErrInvalidTool},
-		{"reserved result kind", Config{Tools: []Tool{{Unscoped: true, Name: "lookup_order", Result: KindAttempt, Effect: effect}}}, ErrInvalidTool},
+		{"reserved result kind", Config{Tools: []Tool{{Unscoped: true, Name: "lookup_order", Result: audit.KindAttempt, Effect: effect}}}, ErrInvalidTool},
 		{"bad retry", Config{Tools: []Tool{{Unscoped: true, Name: "lookup_order", Effect: effect, Retry: RetryPolicy{MaxAttempts: -1}}}}, ErrInvalidTool},
 		{"bad once-key", Config{Tools: []Tool{withOnce(refund, &kernel.OnceKey{})}}, ErrInvalidTool},
 		{"caller lists an unknown tool", Config{Tools: []Tool{lookup}, Contracts: []Contract{{"support", []string{"issue_refund"}}}}, ErrInvalidConfig},

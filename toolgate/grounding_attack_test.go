@@ -224,7 +224,7 @@ func TestAttackPlannerOverridesDerivedBelief(t *testing.T) {
 		t.Fatal(err)
 	}
 	source := b.Payload["depends_on"].([]any)[0].(string)
-	for _, name := range []string{"mallory", DeriverWriter("lookup_order"), CallerWriter("support")} {
+	for _, name := range []string{"mallory", audit.DeriverWriter("lookup_order"), audit.CallerWriter("support")} {
 		for _, dep := range []string{source, "order"} {
 			_, err := g.Kernel().Planner(name).Submit(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs, Kind: "refund_due",
 				Payload: blackboard.Payload{"value": true, "depends_on": []string{dep}, "order_id": "A2", "max_refund": 80.0}})
@@ -249,7 +249,7 @@ func TestAttackPlannerHoldsOnceKey(t *testing.T) {
 	ctx := context.Background()
 	g, refunds := raceDesk(t, memstore.New(), newShop())
 	callGate(t, g, "t", "lookup_order", `{"order_id":"A1"}`)
-	for _, name := range []string{"mallory", CallerWriter("support"), GateWriter} {
+	for _, name := range []string{"mallory", audit.CallerWriter("support"), audit.GateWriter} {
 		d, err := g.Kernel().Planner(name).Submit(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
 			Payload: blackboard.Payload{"order_id": "A1", "amount": 1.0, "requires_beliefs": []string{"refund_due"}}})
 		if !errors.Is(err, blackboard.ErrPermission) || kernel.CodeOf(err) != blackboard.CodePermissionDenied || d.Code == blackboard.CodeCommitted {

@@ -288,7 +288,7 @@ func (d *desk) execute(actionID string) Result {
 func (d *desk) approve(trace, actionID, identity string, ttl time.Duration) blackboard.Record {
 	d.t.Helper()
 	digest := d.digest(actionID)
-	rec, err := d.g.Approver(identity).Decide(d.ctx, Answer{TraceID: trace, ActionID: actionID, Digest: digest, Verdict: audit.Approved, Note: "ok", TTL: ttl})
+	rec, err := d.g.Approver(identity).Decide(d.ctx, audit.Approval{TraceID: trace, ActionID: actionID, Digest: digest, Decision: audit.Approved, Note: "ok", TTL: ttl})
 	if err != nil {
 		d.t.Fatalf("Approve: %v", err)
 	}
@@ -310,10 +310,10 @@ func (d *desk) digest(actionID string) string {
 }
 
 // decisions lists the gate's decision records that match f.
-func (d *desk) decisions(f DecisionFilter) []audit.Entry {
+func (d *desk) decisions(f audit.Query) []audit.Entry {
 	d.t.Helper()
 	var out []audit.Entry
-	for r, err := range d.g.Decisions(d.ctx, f) {
+	for r, err := range audit.List(d.ctx, d.g.Kernel().Reader(), f) {
 		if err != nil {
 			d.t.Fatal(err)
 		}
@@ -331,7 +331,7 @@ func (d *desk) records() []blackboard.Record {
 			if err != nil {
 				d.t.Fatal(err)
 			}
-			if IsPolicyTrace(r.TraceID()) {
+			if audit.IsPolicyTrace(r.TraceID()) {
 				continue // written by New, not by a call
 			}
 			out = append(out, r)

@@ -48,12 +48,12 @@ func TestAttackSchemaRefusalQuotesValue(t *testing.T) {
 		// The unmasked query stays in the refusal's args_raw, as any
 		// unmasked call refused before its arguments parse; its detail,
 		// which the model and explanations show, names no value.
-		for _, r := range d.decisions(DecisionFilter{TraceID: "t"}) {
+		for _, r := range d.decisions(audit.Query{TraceID: "t"}) {
 			if strings.Contains(r.Detail, plain) || strings.Contains(r.Detail, secretOrder) {
 				t.Errorf("refusal %s quotes the value: %q", r.ID, r.Detail)
 			}
 		}
-		for _, r := range d.decisions(DecisionFilter{TraceID: "t"}) {
+		for _, r := range d.decisions(audit.Query{TraceID: "t"}) {
 			if r.Code == CodeInvalidArguments && r.Context["argument"] == nil {
 				t.Errorf("refusal %s names no argument: %+v", r.ID, r.Context)
 			}
@@ -117,7 +117,7 @@ func TestAttackOversizedArgument(t *testing.T) {
 // decisionRecord reads one decision record by id.
 func (d *desk) decisionRecord(id string) audit.Entry {
 	d.t.Helper()
-	for r, err := range d.g.Decisions(d.ctx, DecisionFilter{}) {
+	for r, err := range audit.List(d.ctx, d.g.Kernel().Reader(), audit.Query{}) {
 		if err != nil {
 			d.t.Fatal(err)
 		}

@@ -27,7 +27,7 @@ type slowStore struct {
 
 func (s *slowStore) Apply(ctx context.Context, b store.Batch) error {
 	for _, r := range b.Appends {
-		if r.Kind == toolgate.KindAttempt && s.taken.CompareAndSwap(false, true) {
+		if r.Kind == audit.KindAttempt && s.taken.CompareAndSwap(false, true) {
 			time.Sleep(s.delay)
 		}
 	}

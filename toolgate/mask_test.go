@@ -106,7 +106,7 @@ func TestAttackMaskedValueReachesStore(t *testing.T) {
 			}
 		}
 		wantOutcome(t, "third identical lookup", last, audit.OutcomeRefused, budget.CodeLoopDetected)
-		loops := d.decisions(DecisionFilter{TraceID: "loop", Outcome: audit.OutcomeRefused})
+		loops := d.decisions(audit.Query{TraceID: "loop", Outcome: audit.OutcomeRefused})
 		if len(loops) != 1 || !strings.Contains(mustJSON(t, loops[0]), mask.Prefix) {
 			t.Errorf("loop refusal %+v, want its digest keyed", loops)
 		}

@@ -670,7 +670,7 @@ func (p *modelProc) decide(ctx context.Context, trace string, rng *rand.Rand) {
 	if deny {
 		v, ev = audit.Denied, "deny"
 	}
-	rec, err := a.Decide(ctx, toolgate.Answer{TraceID: w.TraceID, ActionID: w.ActionID, Digest: w.Digest, Verdict: v, Note: "model"})
+	rec, err := a.Decide(ctx, audit.Approval{TraceID: w.TraceID, ActionID: w.ActionID, Digest: w.Digest, Decision: v, Note: "model"})
 	switch {
 	case errors.Is(err, toolgate.ErrDecided), errors.Is(err, kernel.ErrInvalidReference):
 		// Decided by another approver first, or no longer waiting.
@@ -692,7 +692,7 @@ func (p *modelProc) decide(ctx context.Context, trace string, rng *rand.Rand) {
 // hostileApproval tries an approval the gate must refuse, writing nothing:
 // one of other arguments than the action's, or one by the caller that
 // proposed the action.
-func (p *modelProc) hostileApproval(ctx context.Context, w toolgate.Pending, byCaller bool) {
+func (p *modelProc) hostileApproval(ctx context.Context, w audit.Pending, byCaller bool) {
 	approver, digest, want, what := p.gate.Approver(modelApprover), w.Digest, blackboard.ErrInvalidInput, "of other arguments"
 	if !byCaller {
 		other := w.Args.Clone()
@@ -706,7 +706,7 @@ func (p *modelProc) hostileApproval(ctx context.Context, w toolgate.Pending, byC
 	} else {
 		approver, want, what = p.gate.Approver(modelCaller), blackboard.ErrPermission, "by the action's own caller"
 	}
-	rec, err := approver.Decide(ctx, toolgate.Answer{TraceID: w.TraceID, ActionID: w.ActionID, Digest: digest, Verdict: audit.Approved, Note: "hostile"})
+	rec, err := approver.Decide(ctx, audit.Approval{TraceID: w.TraceID, ActionID: w.ActionID, Digest: digest, Decision: audit.Approved, Note: "hostile"})
 	switch {
 	case errors.Is(err, want), errors.Is(err, toolgate.ErrDecided), errors.Is(err, kernel.ErrInvalidReference):
 	case err == nil:
@@ -1360,7 +1360,7 @@ func testModelRecheckRetires(t *testing.T) {
 		t.Fatalf("refund of %s above the limit: %s %s, want it to wait", order, waits.Outcome, waits.Code)
 	}
 	p.modelCall(ctx, "t", "lookup_order", lookup)
-	if _, err := p.gate.Approver(modelApprover).Decide(ctx, toolgate.Answer{TraceID: "t", ActionID: waits.ActionID, Digest: waits.ArgsDigest, Verdict: audit.Approved, Note: "ok"}); err != nil {
+	if _, err := p.gate.Approver(modelApprover).Decide(ctx, audit.Approval{TraceID: "t", ActionID: waits.ActionID, Digest: waits.ArgsDigest, Decision: audit.Approved, Note: "ok"}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := p.gate.Execute(ctx, waits.ActionID)

@@ -39,7 +39,7 @@ func TestAttackDeniedRefundFreesOnceKey(t *testing.T) {
 			t.Errorf("hint while the holder waits for approval: %q; want it pending, not taken", dup.Hint)
 		}
 
-		if _, err := d.g.Approver("human:bob").Decide(d.ctx, Answer{TraceID: "t1", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Denied, Note: "not eligible"}); err != nil {
+		if _, err := d.g.Approver("human:bob").Decide(d.ctx, audit.Approval{TraceID: "t1", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Decision: audit.Denied, Note: "not eligible"}); err != nil {
 			t.Fatal(err)
 		}
 		denied := d.execute(wait.ActionID)
@@ -103,7 +103,7 @@ func TestRecoverRetiresAfterACrash(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			onStores(t, func(t *testing.T, d *desk) {
 				wait := d.pendingRefund("t1", "A1", 700)
-				denial, err := d.g.Approver("human:bob").Decide(d.ctx, Answer{TraceID: "t1", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Denied, Note: "no"})
+				denial, err := d.g.Approver("human:bob").Decide(d.ctx, audit.Approval{TraceID: "t1", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Decision: audit.Denied, Note: "no"})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -112,7 +112,7 @@ func TestRecoverRetiresAfterACrash(t *testing.T) {
 				if how == "escalated" {
 					_, err = d.g.x.writeEscalation(d.ctx, j, CodeApprovalDenied, denial)
 				} else {
-					_, err = j.e.handle.Write(d.ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Percepts, Kind: KindFailed,
+					_, err = j.e.handle.Write(d.ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Percepts, Kind: audit.KindFailed,
 						Payload: payload(j.effect(audit.StatusRefused, 0, CodeToolNotPermitted)), InputRefs: []string{j.act.ID}, OnceKeys: []string{j.resultKey()}}, nil)
 				}
 				if err != nil {

@@ -138,7 +138,7 @@ func (x *executor) recoverFallback(ctx context.Context, j *job, resultID string)
 		// once-key held: retire it now (see retire).
 		err = x.retire(ctx, j, rec)
 	}
-	if err != nil || rec.Kind != KindEscalated {
+	if err != nil || rec.Kind != audit.KindEscalated {
 		return Result{}, false, err
 	}
 	if _, proposed, err := x.fallbackOf(ctx, j); err != nil || proposed {
@@ -149,7 +149,7 @@ func (x *executor) recoverFallback(ctx context.Context, j *job, resultID string)
 }
 
 // pendingApprovals lists what [Gate.Pending] lists, without the latest answers.
-func (x *executor) pendingApprovals(ctx context.Context, traceID string) ([]Pending, error) {
+func (x *executor) pendingApprovals(ctx context.Context, traceID string) ([]audit.Pending, error) {
 	// One pass: the actions that waited, and those with a result, known by
 	// the decision record written with it, so that an action approved and
 	// done long ago costs nothing more to pass over.
@@ -165,7 +165,7 @@ func (x *executor) pendingApprovals(ctx context.Context, traceID string) ([]Pend
 			recs = append(recs, d)
 		}
 	}
-	var out []Pending
+	var out []audit.Pending
 	for _, d := range recs {
 		if done[d.Subject] {
 			continue
@@ -197,7 +197,7 @@ func (x *executor) pendingApprovals(ctx context.Context, traceID string) ([]Pend
 		if err != nil {
 			return nil, err
 		}
-		p := Pending{ActionID: act.ID, TraceID: act.TraceID(), Tool: e.Name, Args: j.args, Digest: digest}
+		p := audit.Pending{ActionID: act.ID, TraceID: act.TraceID(), Tool: e.Name, Args: j.args, Digest: digest}
 		p.Caller, _ = gd.Context["caller"].(string)
 		p.CallID, _ = gd.Context["call_id"].(string)
 		p.Reason, _ = gd.Context["approval_reason"].(string)

@@ -13,7 +13,7 @@ import (
 // register checks a tool and compiles what the gate needs of it.
 func register(g *Gate, t Tool) (*entry, error) {
 	bad := func(field, format string, a ...any) error {
-		return &ConfigError{Tool: t.Name, Field: field, Problem: fmt.Sprintf(format, a...), Err: ErrInvalidTool}
+		return &ConfigError{Tool: t.Name, Field: field, Problem: fmt.Sprintf(format, a...), err: ErrInvalidTool}
 	}
 	if err := checkToolName(t.Name); err != nil {
 		return nil, bad("Name", "%v", err)
@@ -28,7 +28,7 @@ func register(g *Gate, t Tool) (*entry, error) {
 		return nil, bad("Action", "action type %q is another tool's", t.action())
 	}
 	switch rk := t.resultKind(); rk {
-	case KindAttempt, KindFailed, KindEscalated, audit.Kind, audit.KindApproval:
+	case audit.KindAttempt, audit.KindFailed, audit.KindEscalated, audit.Kind, audit.KindApproval:
 		return nil, bad("Result", "result kind %q is reserved", rk)
 	}
 	if slices.Contains(t.Requires, "") {

@@ -30,7 +30,7 @@ func TestResolveApproveRunsOnce(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		wait := d.pendingRefund("t", "A1", 700)
 		alice := d.g.Approver("human:alice")
-		res, err := alice.Resolve(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Approved, Note: "checked the order"})
+		res, err := alice.Resolve(d.ctx, audit.Approval{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Decision: audit.Approved, Note: "checked the order"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,7 +42,7 @@ func TestResolveApproveRunsOnce(t *testing.T) {
 		again := make([]Result, 3)
 		for i := range again {
 			wg.Go(func() {
-				r, err := alice.Resolve(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Approved, Note: ""})
+				r, err := alice.Resolve(d.ctx, audit.Approval{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Decision: audit.Approved, Note: ""})
 				if err != nil {
 					t.Error(err)
 				}
@@ -61,7 +61,7 @@ func TestResolveApproveRunsOnce(t *testing.T) {
 		if n := d.approvalsOf("t", wait.ActionID); n != 1 {
 			t.Errorf("%d approval records, want 1", n)
 		}
-		recs := d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomeExecuted})
+		recs := d.decisions(audit.Query{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomeExecuted})
 		if len(recs) != 1 || len(recs[0].Approvals) != 1 {
 			t.Errorf("executed records %+v", recs)
 		}
@@ -75,7 +75,7 @@ func TestResolveDenyEscalates(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		wait := d.pendingRefund("t", "A1", 700)
 		bob := d.g.Approver("human:bob")
-		res, err := bob.Resolve(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Denied, Note: "customer is abusing refunds"})
+		res, err := bob.Resolve(d.ctx, audit.Approval{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Decision: audit.Denied, Note: "customer is abusing refunds"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,12 +83,12 @@ func TestResolveDenyEscalates(t *testing.T) {
 		if res.RootCause.Detail != "customer is abusing refunds" {
 			t.Errorf("root cause %+v, want the denial's note", res.RootCause)
 		}
-		again, err := bob.Resolve(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Denied, Note: ""})
+		again, err := bob.Resolve(d.ctx, audit.Approval{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Decision: audit.Denied, Note: ""})
 		if err != nil || again.Code != CodeApprovalDenied || again.FallbackID != res.FallbackID {
 			t.Errorf("retried denial %+v %v, want %+v", again, err, res)
 		}
 		// Approving after the escalation records nothing and runs nothing.
-		late, err := d.g.Approver("human:carol").Resolve(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Approved, Note: ""})
+		late, err := d.g.Approver("human:carol").Resolve(d.ctx, audit.Approval{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Decision: audit.Approved, Note: ""})
 		if err != nil || late.Code != CodeApprovalDenied {
 			t.Errorf("approval after the escalation %+v %v", late, err)
 		}
@@ -112,7 +112,7 @@ func TestAttackResolveStaleDigest(t *testing.T) {
 		}
 		alice := d.g.Approver("human:alice")
 		for _, decision := range []audit.Verdict{audit.Approved, audit.Denied} {
-			if res, err := alice.Resolve(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: shown, Verdict: decision, Note: ""}); !errors.Is(err, blackboard.ErrInvalidInput) || res.Outcome != "" {
+			if res, err := alice.Resolve(d.ctx, audit.Approval{TraceID: "t", ActionID: wait.ActionID, Digest: shown, Decision: decision, Note: ""}); !errors.Is(err, blackboard.ErrInvalidInput) || res.Outcome != "" {
 				t.Errorf("%s with a stale digest: %+v %v, want ErrInvalidInput", decision, res, err)
 			}
 		}
@@ -124,10 +124,10 @@ func TestAttackResolveStaleDigest(t *testing.T) {
 		}
 		wantOutcome(t, "execute after a stale digest", d.execute(wait.ActionID), audit.OutcomePendingApproval, CodeApprovalRequired)
 		// The digest shown runs it; a stale one on a retry is still refused.
-		if res, err := alice.Resolve(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Approved, Note: ""}); err != nil || res.Outcome != audit.OutcomeExecuted {
+		if res, err := alice.Resolve(d.ctx, audit.Approval{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Decision: audit.Approved, Note: ""}); err != nil || res.Outcome != audit.OutcomeExecuted {
 			t.Fatalf("resolve: %+v %v", res, err)
 		}
-		if _, err := alice.Resolve(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: shown, Verdict: audit.Approved, Note: ""}); !errors.Is(err, blackboard.ErrInvalidInput) {
+		if _, err := alice.Resolve(d.ctx, audit.Approval{TraceID: "t", ActionID: wait.ActionID, Digest: shown, Decision: audit.Approved, Note: ""}); !errors.Is(err, blackboard.ErrInvalidInput) {
 			t.Errorf("retry with a stale digest: %v, want ErrInvalidInput", err)
 		}
 	})
@@ -149,11 +149,11 @@ func TestResolveChecks(t *testing.T) {
 		}{
 			{"unknown decision", "human:alice", "t", wait.ActionID, "maybe", blackboard.ErrInvalidInput},
 			{"anonymous", "", "t", wait.ActionID, audit.Approved, blackboard.ErrInvalidInput},
-			{"the proposer", CallerWriter("support"), "t", wait.ActionID, audit.Approved, blackboard.ErrPermission},
+			{"the proposer", audit.CallerWriter("support"), "t", wait.ActionID, audit.Approved, blackboard.ErrPermission},
 			{"another trace", "human:alice", "other", wait.ActionID, audit.Approved, kernel.ErrInvalidReference},
 			{"no action", "human:alice", "t", "actions:t:nope", audit.Approved, kernel.ErrInvalidReference},
 		} {
-			if _, err := d.g.Approver(c.approver).Resolve(d.ctx, Answer{TraceID: c.trace, ActionID: c.action, Digest: digest, Verdict: c.decision, Note: ""}); !errors.Is(err, c.want) {
+			if _, err := d.g.Approver(c.approver).Resolve(d.ctx, audit.Approval{TraceID: c.trace, ActionID: c.action, Digest: digest, Decision: c.decision, Note: ""}); !errors.Is(err, c.want) {
 				t.Errorf("%s: %v, want %v", c.name, err, c.want)
 			}
 		}

@@ -26,8 +26,8 @@ import (
 // its own ([job.retireKey]) instead.
 func (x *executor) retire(ctx context.Context, j *job, rec blackboard.Record) error {
 	switch {
-	case rec.Kind == KindEscalated:
-	case rec.Kind == KindFailed && effectOf(rec).Status == audit.StatusRefused:
+	case rec.Kind == audit.KindEscalated:
+	case rec.Kind == audit.KindFailed && effectOf(rec).Status == audit.StatusRefused:
 	default:
 		return nil
 	}
@@ -99,17 +99,17 @@ func (x *executor) holderState(ctx context.Context, holderID string) string {
 		switch {
 		case err != nil:
 			return unknown
-		case rec.Kind == KindEscalated || rec.Kind == KindFailed && effectOf(rec).Status == audit.StatusRefused:
+		case rec.Kind == audit.KindEscalated || rec.Kind == audit.KindFailed && effectOf(rec).Status == audit.StatusRefused:
 			if n > 0 {
 				return "An earlier call of this action was stopped after it may have started; whether it took effect is not known. Do not retry it; tell the user it is under review."
 			}
-			if rec.Kind == KindEscalated {
+			if rec.Kind == audit.KindEscalated {
 				return "An earlier call of this action was refused and did not run; it has been queued for review. Do not retry it; tell the user it is under review."
 			}
 			return "An earlier call of this action was refused and did not run. Do not retry it; tell the user it cannot be done now."
-		case rec.Kind == KindFailed && effectOf(rec).Code == CodeEffectUnknown:
+		case rec.Kind == audit.KindFailed && effectOf(rec).Code == CodeEffectUnknown:
 			return "An earlier call of this action was started and whether it took effect is not known. Do not retry it; tell the user a person will check."
-		case rec.Kind == KindFailed:
+		case rec.Kind == audit.KindFailed:
 			return "An earlier call of this action was tried and failed; it cannot be repeated. Do not retry it; tell the user it did not succeed."
 		}
 		return "This action was already taken. Do not retry it."

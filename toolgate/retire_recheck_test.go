@@ -83,7 +83,7 @@ func TestRetireRecheckRefusalAfterAnAttempt(t *testing.T) {
 		if _, err := d.g.x.startAttempt(d.ctx, j, 1, blackboard.Record{}, nil); err != nil {
 			t.Fatal(err)
 		}
-		w, err := j.e.handle.Write(d.ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Percepts, Kind: KindFailed,
+		w, err := j.e.handle.Write(d.ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Percepts, Kind: audit.KindFailed,
 			Payload: payload(j.effect(audit.StatusRefused, 0, blackboard.CodeSupersededEvidence)), InputRefs: []string{j.act.ID}, OnceKeys: []string{j.resultKey()}}, nil)
 		if err != nil {
 			t.Fatal(err)

@@ -217,7 +217,7 @@ func TestAttackRetryKeyReuse(t *testing.T) {
 		if n := len(d.invocations("lookup_order")); n != 1 {
 			t.Errorf("lookup_order ran %d times, want once (the grounding)", n)
 		}
-		if recs := d.decisions(DecisionFilter{TraceID: "t", Outcome: audit.OutcomeRefused}); len(recs) != 5 || recs[0].Context["retry_key"] != "x1" {
+		if recs := d.decisions(audit.Query{TraceID: "t", Outcome: audit.OutcomeRefused}); len(recs) != 5 || recs[0].Context["retry_key"] != "x1" {
 			t.Errorf("%d refusal records, want 5 naming the key: %+v", len(recs), recs)
 		}
 	})

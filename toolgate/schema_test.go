@@ -108,7 +108,7 @@ func TestSchemaCallRefused(t *testing.T) {
 		t.Fatalf("%+v (ran %d)", res, ran)
 	}
 	var rec audit.Entry
-	for d, err := range g.Decisions(context.Background(), DecisionFilter{TraceID: "t"}) {
+	for d, err := range audit.List(context.Background(), g.Kernel().Reader(), audit.Query{TraceID: "t"}) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,38 +10,18 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
-// KindRequest is the evidence kind of the record [Gate.RecordRequest]
-// writes: payload {"principal": the principal, "resources": {type:
-// [ids]}, "policy": the gate's policy hash}, written with the kernel's
-// role, at most one per trace (it claims the trace's request once-key).
-const KindRequest = "request"
-
 // ScopePrincipal is the resource type a [Tool.Scope] names to tie an
 // argument to the request's principal itself (a customer_id argument
 // that must be the customer's own): the argument must equal
-// [Request.Principal]. A request's Resources may not use it.
+// [audit.Request.Principal]. A request's Resources may not use it.
 const ScopePrincipal = "principal"
 
-// Request is what a trace serves: the principal the agent acts for and
-// the resources they asked about, by type ("order": the ticket's order,
-// "account": the customer's account). The application records it once
-// per trace with [Gate.RecordRequest], from what it trusts (the ticket,
-// the authenticated session), never from what a model says; a tool's
-// [Tool.Scope] then holds the arguments of every call to it.
-type Request struct {
-	// Principal is who the agent acts for: a customer id, an
-	// authenticated user. Required.
-	Principal string `json:"principal"`
-	// Resources are the identifiers the request concerns, by resource
-	// type. Each type and identifier is a non-empty string.
-	Resources map[string][]string `json:"resources,omitempty"`
-}
-
-// Limits of a [Request], so that its record stays small.
+// Limits of a [audit.Request], so that its record stays small.
 const (
 	maxRequestName      = 256 // a principal, a type or an identifier, in bytes
 	maxRequestResources = 256 // identifiers in all
@@ -77,29 +57,29 @@ func checkScope(t *Tool, s *schema) error {
 // an empty type or identifier, the reserved type, a name that is too long
 // or holds a control character, too many identifiers. It returns the
 // request as recorded: each type's identifiers sorted, once.
-func checkRequest(r Request) (Request, error) {
+func checkRequest(r audit.Request) (audit.Request, error) {
 	if err := checkLen(r.Principal, maxRequestName); err != nil {
-		return Request{}, fmt.Errorf("principal: %v", err)
+		return audit.Request{}, fmt.Errorf("principal: %v", err)
 	}
-	out := Request{Principal: r.Principal}
+	out := audit.Request{Principal: r.Principal}
 	n := 0
 	for _, typ := range slices.Sorted(maps.Keys(r.Resources)) {
 		if err := checkLen(typ, maxRequestName); err != nil {
-			return Request{}, fmt.Errorf("resource type %q: %v", typ, err)
+			return audit.Request{}, fmt.Errorf("resource type %q: %v", typ, err)
 		}
 		if typ == ScopePrincipal {
-			return Request{}, fmt.Errorf("resource type %q is the principal's: set Principal", typ)
+			return audit.Request{}, fmt.Errorf("resource type %q is the principal's: set Principal", typ)
 		}
 		ids := slices.Clone(r.Resources[typ])
 		for _, id := range ids {
 			if err := checkLen(id, maxRequestName); err != nil {
-				return Request{}, fmt.Errorf("resource %s %q: %v", typ, id, err)
+				return audit.Request{}, fmt.Errorf("resource %s %q: %v", typ, id, err)
 			}
 		}
 		slices.Sort(ids)
 		ids = slices.Compact(ids)
 		if n += len(ids); n > maxRequestResources {
-			return Request{}, fmt.Errorf("more than %d resources", maxRequestResources)
+			return audit.Request{}, fmt.Errorf("more than %d resources", maxRequestResources)
 		}
 		if len(ids) > 0 {
 			if out.Resources == nil {
@@ -111,12 +91,12 @@ func checkRequest(r Request) (Request, error) {
 	return out, nil
 }
 
-func (r Request) equal(o Request) bool {
+func requestsEqual(r, o audit.Request) bool {
 	return r.Principal == o.Principal && maps.EqualFunc(r.Resources, o.Resources, slices.Equal)
 }
 
-// payload is the request as its record holds it.
-func (r Request) payload(policy string) blackboard.Payload {
+// requestPayload is the request as its record holds it.
+func requestPayload(r audit.Request, policy string) blackboard.Payload {
 	res := make(map[string]any, len(r.Resources))
 	for typ, ids := range r.Resources {
 		l := make([]any, len(ids))
@@ -126,37 +106,6 @@ func (r Request) payload(policy string) blackboard.Payload {
 		res[typ] = l
 	}
 	return blackboard.Payload{"principal": r.Principal, "resources": res, keyPolicy: policy}
-}
-
-// requestOfRecord reads a request record; ok is false when rec is not
-// one the gate wrote, or holds no request.
-func requestOfRecord(rec blackboard.Record) (Request, bool) {
-	if rec.Slot != blackboard.Evidence || rec.Kind != KindRequest || rec.Provenance.Role != blackboard.RoleKernel {
-		return Request{}, false
-	}
-	p, ok := rec.Payload.String("principal")
-	if !ok || p == "" {
-		return Request{}, false
-	}
-	r := Request{Principal: p}
-	res, _ := rec.Payload["resources"].(map[string]any)
-	for typ, v := range res {
-		l, ok := v.([]any)
-		if !ok {
-			return Request{}, false
-		}
-		ids := make([]string, len(l))
-		for i, x := range l {
-			if ids[i], ok = x.(string); !ok {
-				return Request{}, false
-			}
-		}
-		if r.Resources == nil {
-			r.Resources = map[string][]string{}
-		}
-		r.Resources[typ] = ids
-	}
-	return r, true
 }
 
 // requestKey is the once-key the request record of a trace claims.
@@ -171,7 +120,7 @@ func requestKey(traceID string) string {
 var ErrRequestRecorded = errors.New("toolgate: the trace's request is recorded already, and is another")
 
 // recordRequest is [Gate.RecordRequest].
-func (x *executor) recordRequest(ctx context.Context, traceID string, r Request) error {
+func (x *executor) recordRequest(ctx context.Context, traceID string, r audit.Request) error {
 	if err := checkTrace(traceID); err != nil {
 		return fmt.Errorf("%w: trace id: %v", ErrInvalidCall, err)
 	}
@@ -185,11 +134,11 @@ func (x *executor) recordRequest(ctx context.Context, traceID string, r Request)
 			return err
 		}
 		if ok {
-			if cur.equal(r) && requestOnce() {
+			if requestsEqual(cur, r) && requestOnce() {
 				return nil
 			}
 			if requestOnce() {
-				return fmt.Errorf("%w: trace %q: %s", ErrRequestRecorded, traceID, cur.concerns())
+				return fmt.Errorf("%w: trace %q: %s", ErrRequestRecorded, traceID, concerns(cur))
 			}
 		}
 		keys := []string{requestKey(traceID)}
@@ -197,7 +146,7 @@ func (x *executor) recordRequest(ctx context.Context, traceID string, r Request)
 			keys = nil
 		}
 		_, err = x.planner.gov.Append(ctx, kernel.Follow{Role: blackboard.RoleKernel, Entry: kernel.Entry{
-			TraceID: traceID, Slot: blackboard.Evidence, Kind: KindRequest, OnceKeys: keys, Payload: r.payload(x.g.policyHash)}})
+			TraceID: traceID, Slot: blackboard.Evidence, Kind: audit.KindRequest, OnceKeys: keys, Payload: requestPayload(r, x.g.policyHash)}})
 		if !errors.Is(err, blackboard.ErrDuplicateKey) {
 			return err
 		}
@@ -209,14 +158,14 @@ func (x *executor) recordRequest(ctx context.Context, traceID string, r Request)
 // id; ok is false when there is none. A record that holds the trace's
 // request key and is no request the gate wrote is an error: the store
 // was written behind the gate's back.
-func (x *executor) requestOf(ctx context.Context, traceID string) (Request, string, bool, error) {
+func (x *executor) requestOf(ctx context.Context, traceID string) (audit.Request, string, bool, error) {
 	var (
 		rec blackboard.Record
 		err error
 	)
 	if !requestOnce() {
 		// Without the once-key, the latest request record of the trace.
-		rec, err = x.reader.Find(ctx, traceID, blackboard.Evidence, KindRequest)
+		rec, err = x.reader.Find(ctx, traceID, blackboard.Evidence, audit.KindRequest)
 	} else {
 		var id string
 		if id, err = x.gov.ClaimedBy(ctx, requestKey(traceID)); err == nil {
@@ -224,20 +173,20 @@ func (x *executor) requestOf(ctx context.Context, traceID string) (Request, stri
 		}
 	}
 	if errors.Is(err, blackboard.ErrNotFound) {
-		return Request{}, "", false, nil
+		return audit.Request{}, "", false, nil
 	}
 	if err != nil {
-		return Request{}, "", false, err
+		return audit.Request{}, "", false, err
 	}
-	r, ok := requestOfRecord(rec)
+	r, ok := audit.RequestOf(rec)
 	if !ok || rec.TraceID() != traceID {
-		return Request{}, "", false, fmt.Errorf("%w: record %s holds the request key of trace %q and is no request of it", blackboard.ErrConflict, rec.ID, traceID)
+		return audit.Request{}, "", false, fmt.Errorf("%w: record %s holds the request key of trace %q and is no request of it", blackboard.ErrConflict, rec.ID, traceID)
 	}
 	return r, rec.ID, true, nil
 }
 
 // concerns says what the request concerns, for a refusal and its hint.
-func (r Request) concerns() string {
+func concerns(r audit.Request) string {
 	var parts []string
 	for _, typ := range slices.Sorted(maps.Keys(r.Resources)) {
 		q := make([]string, len(r.Resources[typ]))
@@ -255,7 +204,7 @@ func (r Request) concerns() string {
 
 // scopeFailure is why a call's arguments do not lie within its trace's
 // request; "" when they do.
-func (e *entry) scopeFailure(args blackboard.Payload, r Request, ok bool) string {
+func (e *entry) scopeFailure(args blackboard.Payload, r audit.Request, ok bool) string {
 	if !requestScoped() || len(e.Scope) == 0 {
 		return ""
 	}
@@ -266,7 +215,7 @@ func (e *entry) scopeFailure(args blackboard.Payload, r Request, ok bool) string
 		typ := e.Scope[arg]
 		given, has := args[arg]
 		if !has {
-			return "the call has no argument " + quote(arg) + ", which must lie within the request (" + typ + "): " + r.concerns()
+			return "the call has no argument " + quote(arg) + ", which must lie within the request (" + typ + "): " + concerns(r)
 		}
 		s, isString := given.(string)
 		within := isString && s == r.Principal
@@ -274,7 +223,7 @@ func (e *entry) scopeFailure(args blackboard.Payload, r Request, ok bool) string
 			within = isString && slices.Contains(r.Resources[typ], s)
 		}
 		if !within {
-			return fmt.Sprintf("argument %s = %s (%s) lies outside the request: %s", quote(arg), shown(given), typ, r.concerns())
+			return fmt.Sprintf("argument %s = %s (%s) lies outside the request: %s", quote(arg), shown(given), typ, concerns(r))
 		}
 	}
 	return ""
@@ -301,7 +250,7 @@ func (x *executor) scope(ctx context.Context, c Call, e *entry, args blackboard.
 	detail := ""
 	switch {
 	case c.Principal != "" && ok && c.Principal != r.Principal && principalChecked():
-		detail = "the call is made for " + quote(clip(c.Principal)) + ", and the trace serves another principal: " + r.concerns()
+		detail = "the call is made for " + quote(clip(c.Principal)) + ", and the trace serves another principal: " + concerns(r)
 	default:
 		detail = e.scopeFailure(args, r, ok)
 	}
@@ -331,16 +280,16 @@ func (v scopeValidator) Validate(_ context.Context, c kernel.Candidate) kernel.V
 	if e == nil || len(e.Scope) == 0 {
 		return kernel.Verdict{}
 	}
-	rec, ok := c.Committed(blackboard.Evidence, KindRequest)
-	var r Request
+	rec, ok := c.Committed(blackboard.Evidence, audit.KindRequest)
+	var r audit.Request
 	if ok {
-		if r, ok = requestOfRecord(rec); !ok {
-			return kernel.Verdict{Code: CodeOutOfScope, Rule: KindRequest,
+		if r, ok = audit.RequestOf(rec); !ok {
+			return kernel.Verdict{Code: CodeOutOfScope, Rule: audit.KindRequest,
 				Detail: "the trace's latest request record " + rec.ID + " was not written by the gate"}
 		}
 	}
 	if d := e.scopeFailure(c.Payload(), r, ok); d != "" {
-		return kernel.Verdict{Code: CodeOutOfScope, Rule: KindRequest, Detail: d}
+		return kernel.Verdict{Code: CodeOutOfScope, Rule: audit.KindRequest, Detail: d}
 	}
 	return kernel.Verdict{}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/snapshot"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
@@ -106,7 +107,7 @@ func wantOutOfScope(t *testing.T, r toolgate.Result, hintHas string) {
 func TestAttackRefundOfAnotherOrder(t *testing.T) {
 	d := newScopeDesk(t)
 	ctx := t.Context()
-	if err := d.g.RecordRequest(ctx, "T3", toolgate.Request{Principal: "cust_3", Resources: map[string][]string{"order": {"ord_3"}}}); err != nil {
+	if err := d.g.RecordRequest(ctx, "T3", audit.Request{Principal: "cust_3", Resources: map[string][]string{"order": {"ord_3"}}}); err != nil {
 		t.Fatal(err)
 	}
 	d.lookUp(t, "T3", "ord_1")
@@ -143,11 +144,11 @@ func TestAttackRefundOfAnotherOrder(t *testing.T) {
 func TestScopeDecidedByKernel(t *testing.T) {
 	d := newScopeDesk(t)
 	ctx := t.Context()
-	if err := d.g.RecordRequest(ctx, "T3", toolgate.Request{Principal: "cust_3", Resources: map[string][]string{"order": {"ord_3"}}}); err != nil {
+	if err := d.g.RecordRequest(ctx, "T3", audit.Request{Principal: "cust_3", Resources: map[string][]string{"order": {"ord_3"}}}); err != nil {
 		t.Fatal(err)
 	}
 	d.lookUp(t, "T3", "ord_1")
-	dec, err := d.g.Kernel().Governor().Submit(ctx, toolgate.CallerWriter("agent"), kernel.Entry{TraceID: "T3", Slot: blackboard.Actions, Kind: "issue_refund",
+	dec, err := d.g.Kernel().Governor().Submit(ctx, audit.CallerWriter("agent"), kernel.Entry{TraceID: "T3", Slot: blackboard.Actions, Kind: "issue_refund",
 		Payload: blackboard.Payload{"order_id": "ord_1", "amount": 40, "requires_beliefs": []string{"refund_due"}}}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -183,7 +184,7 @@ func TestAttackUndeclaredScope(t *testing.T) {
 // whatever the tool: an unscoped one too.
 func TestAttackCallForAnotherPrincipal(t *testing.T) {
 	d := newScopeDesk(t)
-	if err := d.g.RecordRequest(t.Context(), "T3", toolgate.Request{Principal: "cust_3", Resources: map[string][]string{"order": {"ord_3"}}}); err != nil {
+	if err := d.g.RecordRequest(t.Context(), "T3", audit.Request{Principal: "cust_3", Resources: map[string][]string{"order": {"ord_3"}}}); err != nil {
 		t.Fatal(err)
 	}
 	wantOutOfScope(t, d.call(t, "T3", "escalate", `{}`, "cust_1"), `"cust_3"`)
@@ -199,13 +200,13 @@ func TestAttackCallForAnotherPrincipal(t *testing.T) {
 func TestAttackRequestReplaced(t *testing.T) {
 	d := newScopeDesk(t)
 	ctx := t.Context()
-	req := toolgate.Request{Principal: "cust_3", Resources: map[string][]string{"order": {"ord_3"}}}
+	req := audit.Request{Principal: "cust_3", Resources: map[string][]string{"order": {"ord_3"}}}
 	for range 2 {
 		if err := d.g.RecordRequest(ctx, "T3", req); err != nil {
 			t.Fatal(err)
 		}
 	}
-	err := d.g.RecordRequest(ctx, "T3", toolgate.Request{Principal: "cust_3", Resources: map[string][]string{"order": {"ord_1", "ord_3"}}})
+	err := d.g.RecordRequest(ctx, "T3", audit.Request{Principal: "cust_3", Resources: map[string][]string{"order": {"ord_1", "ord_3"}}})
 	if !errors.Is(err, toolgate.ErrRequestRecorded) {
 		t.Fatalf("another request for the trace: %v, want ErrRequestRecorded", err)
 	}
@@ -214,7 +215,7 @@ func TestAttackRequestReplaced(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rec.Kind == toolgate.KindRequest {
+		if rec.Kind == audit.KindRequest {
 			n++
 		}
 	}
@@ -228,7 +229,7 @@ func TestAttackRequestReplaced(t *testing.T) {
 // Bad requests are ErrInvalidCall and record nothing.
 func TestRecordRequestInvalid(t *testing.T) {
 	d := newScopeDesk(t)
-	for name, r := range map[string]toolgate.Request{
+	for name, r := range map[string]audit.Request{
 		"no principal":   {Resources: map[string][]string{"order": {"ord_3"}}},
 		"reserved type":  {Principal: "p", Resources: map[string][]string{toolgate.ScopePrincipal: {"q"}}},
 		"empty id":       {Principal: "p", Resources: map[string][]string{"order": {""}}},
@@ -253,7 +254,7 @@ func TestRecordRequestInvalid(t *testing.T) {
 func TestRequestRecordShape(t *testing.T) {
 	d := newScopeDesk(t)
 	ctx := t.Context()
-	if err := d.g.RecordRequest(ctx, "T3", toolgate.Request{Principal: "cust_3", Resources: map[string][]string{"order": {"ord_3", "ord_3"}, "account": {"acc_9"}}}); err != nil {
+	if err := d.g.RecordRequest(ctx, "T3", audit.Request{Principal: "cust_3", Resources: map[string][]string{"order": {"ord_3", "ord_3"}, "account": {"acc_9"}}}); err != nil {
 		t.Fatal(err)
 	}
 	var req blackboard.Record
@@ -261,17 +262,21 @@ func TestRequestRecordShape(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rec.Kind == toolgate.KindRequest {
+		if rec.Kind == audit.KindRequest {
 			req = rec
 		}
 	}
 	res, _ := req.Payload["resources"].(map[string]any)
 	if req.Slot != blackboard.Evidence || req.Provenance.Role != blackboard.RoleKernel || req.Payload["principal"] != "cust_3" ||
-		len(res) != 2 || len(res["order"].([]any)) != 1 || req.Payload["policy"] != d.g.PolicyHash() {
+		len(res) != 2 || len(res["order"].([]any)) != 1 || req.Payload["policy"] != d.g.Policy().Hash {
 		t.Fatalf("request record %+v", req)
 	}
 	var scope map[string]string
-	for _, tp := range d.g.Policy().Tools {
+	snap, err := snapshot.Decode(d.g.Policy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tp := range snap.Tools {
 		if tp.Name == "issue_refund" {
 			scope = tp.Scope
 		}
@@ -288,7 +293,7 @@ func TestRequestRecordShape(t *testing.T) {
 		t.Fatalf("refund: %+v", r)
 	}
 	found := false
-	for dr, err := range d.g.Decisions(ctx, toolgate.DecisionFilter{TraceID: "T3", Tool: "issue_refund", Outcome: audit.OutcomeCommitted}) {
+	for dr, err := range audit.List(ctx, d.g.Kernel().Reader(), audit.Query{TraceID: "T3", Tool: "issue_refund", Outcome: audit.OutcomeCommitted}) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blackboardkernel/bk/internal/snapshot"
 	"github.com/blackboardkernel/bk/internal/telemetry"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -22,7 +23,19 @@ import (
 )
 
 // policyRecords lists the policy snapshot records of the store.
-func (d *desk) policyRecords() []blackboard.Record { return d.kinds(blackboard.Evidence, KindPolicy) }
+func (d *desk) policyRecords() []blackboard.Record {
+	return d.kinds(blackboard.Evidence, audit.KindPolicy)
+}
+
+// decodedPolicy is the gate's policy snapshot, decoded.
+func decodedPolicy(t *testing.T, g *Gate) snapshot.Policy {
+	t.Helper()
+	p, err := snapshot.Decode(g.Policy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
 
 // The policy snapshot describes the tools, contracts, fallback and the
 // kernel's rules as data, names code validators, and hashes canonically;
@@ -36,9 +49,9 @@ func TestPolicySnapshot(t *testing.T) {
 	opaque := kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Verdict { return kernel.Verdict{} })
 	withValidators := func(su *setup) { su.cfg.Kernel.Validators = append(su.cfg.Kernel.Validators, rs, opaque) }
 	onStores(t, func(t *testing.T, d *desk) {
-		p := d.g.Policy()
+		p := decodedPolicy(t, d.g)
 		if len(p.Tools) != 3 || p.Tools[1].Name != "issue_refund" || p.Tools[1].Approval == nil || p.Tools[1].Approval.When != "amount > 500" ||
-			!reflect.DeepEqual(p.Tools[1].Bindings, orderBindings) || p.Tools[1].Result != "refund" || p.Tools[0].Requires != nil ||
+			!reflect.DeepEqual(p.Tools[1].Bindings, []snapshot.Binding{{Arg: "order_id", Percept: "order", Op: string(Equal)}, {Arg: "amount", Percept: "order", Op: string(AtMost)}}) || p.Tools[1].Result != "refund" || p.Tools[0].Requires != nil ||
 			!json.Valid(p.Tools[0].Parameters) || !strings.Contains(string(p.Tools[0].Parameters), "order_id") {
 			t.Errorf("tools: %+v", p.Tools)
 		}
@@ -48,12 +61,12 @@ func TestPolicySnapshot(t *testing.T) {
 		if !reflect.DeepEqual(p.Rules, rs.Specs()) || len(p.Opaque) != 1 || p.Opaque[0] != "kernel.ValidatorFunc" {
 			t.Errorf("rules %+v, opaque %v", p.Rules, p.Opaque)
 		}
-		h := d.g.PolicyHash()
-		if !strings.HasPrefix(h, "sha256:") || len(h) != len("sha256:")+64 || p.Hash() != h {
-			t.Errorf("hash %q, Policy().Hash() %q", h, p.Hash())
+		h := d.g.Policy().Hash
+		if !strings.HasPrefix(h, "sha256:") || len(h) != len("sha256:")+64 || p.Encode().Hash != h {
+			t.Errorf("hash %q, decoded snapshot's %q", h, p.Encode().Hash)
 		}
 		recs := d.policyRecords()
-		if len(recs) != 1 || recs[0].TraceID() != PolicyTrace(d.g.Kernel().Namespace()) || recs[0].Provenance.Role != blackboard.RoleKernel || recs[0].Payload["hash"] != h {
+		if len(recs) != 1 || recs[0].TraceID() != audit.PolicyTrace(d.g.Kernel().Namespace()) || recs[0].Provenance.Role != blackboard.RoleKernel || recs[0].Payload["hash"] != h {
 			t.Fatalf("policy records: %+v", recs)
 		}
 		if d.g.policyID != recs[0].ID {
@@ -61,25 +74,25 @@ func TestPolicySnapshot(t *testing.T) {
 		}
 		// The record holds the policy: decoded, it hashes the same.
 		raw, _ := json.Marshal(recs[0].Payload["policy"])
-		var back Policy
-		if err := json.Unmarshal(raw, &back); err != nil || back.Hash() != h {
-			t.Errorf("recorded policy hashes %q, %v", back.Hash(), err)
+		var back snapshot.Policy
+		if err := json.Unmarshal(raw, &back); err != nil || back.Encode().Hash != h {
+			t.Errorf("recorded policy hashes %q, %v", back.Encode().Hash, err)
 		}
 		// A restart with the same policy, contracts in another order.
 		g2 := d.gate(Config{Tools: d.tools, Contracts: []Contract{d.contracts[1], d.contracts[0]}})
-		if g2.PolicyHash() != h || len(d.policyRecords()) != 1 || g2.policyID != recs[0].ID {
-			t.Errorf("restart: hash %q, %d records", g2.PolicyHash(), len(d.policyRecords()))
+		if g2.Policy().Hash != h || len(d.policyRecords()) != 1 || g2.policyID != recs[0].ID {
+			t.Errorf("restart: hash %q, %d records", g2.Policy().Hash, len(d.policyRecords()))
 		}
 		// A changed policy is a second record.
 		g3 := d.gate(Config{Tools: d.tools, Contracts: []Contract{{Name: "support", Tools: []string{"lookup_order"}}}})
-		if g3.PolicyHash() == h || len(d.policyRecords()) != 2 {
-			t.Errorf("changed policy: hash %q, %d records", g3.PolicyHash(), len(d.policyRecords()))
+		if g3.Policy().Hash == h || len(d.policyRecords()) != 2 {
+			t.Errorf("changed policy: hash %q, %d records", g3.Policy().Hash, len(d.policyRecords()))
 		}
 		// Every decision record names the policy of the gate that wrote it.
 		d.ground("t", "A1")
 		d.refund("t", "A1", 100)
 		d.call("t", "researcher", "", "issue_refund", `{}`)
-		for _, dr := range d.decisions(DecisionFilter{TraceID: "t"}) {
+		for _, dr := range d.decisions(audit.Query{TraceID: "t"}) {
 			if dr.Context[keyPolicy] != h {
 				t.Errorf("decision %s (%s) names policy %v", dr.ID, dr.Outcome, dr.Context[keyPolicy])
 			}
@@ -91,10 +104,9 @@ func TestPolicySnapshot(t *testing.T) {
 func TestPolicyIsACopy(t *testing.T) {
 	d := newDesk(t, memstore.New())
 	p := d.g.Policy()
-	p.Tools[0].Name = "changed"
-	p.Contracts[0].Tools[0] = "changed"
-	if q := d.g.Policy(); q.Tools[0].Name != "lookup_order" || q.Hash() != d.g.PolicyHash() {
-		t.Errorf("the gate's policy changed: %+v", q.Tools[0])
+	p.JSON[0] = ' '
+	if q := d.g.Policy(); q.JSON[0] != '{' || decodedPolicy(t, d.g).Tools[0].Name != "lookup_order" {
+		t.Errorf("the gate's policy changed: %s", q.JSON)
 	}
 }
 
@@ -118,7 +130,7 @@ func TestNewFailsWithoutPolicyRecord(t *testing.T) {
 func (d *desk) compiledContext(trace string) string {
 	d.t.Helper()
 	rec, err := d.k.Governor().Append(d.ctx, kernel.Follow{Role: blackboard.RoleKernel, Entry: kernel.Entry{
-		TraceID: trace, Slot: blackboard.Evidence, Kind: KindCompiledContext, Payload: blackboard.Payload{"hash": "sha256:00"}}})
+		TraceID: trace, Slot: blackboard.Evidence, Kind: audit.KindCompiledContext, Payload: blackboard.Payload{"hash": "sha256:00"}}})
 	if err != nil {
 		d.t.Fatal(err)
 	}
@@ -137,7 +149,7 @@ func TestCallContextRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantOutcome(t, "lookup", res, audit.OutcomeExecuted, CodeEffectSucceeded)
-	drs := d.decisions(DecisionFilter{TraceID: "t"})
+	drs := d.decisions(audit.Query{TraceID: "t"})
 	if len(drs) != 2 {
 		t.Fatalf("%d decision records, want 2", len(drs))
 	}
@@ -168,7 +180,7 @@ func TestAttackForgedContextReference(t *testing.T) {
 		other := d.compiledContext("other")
 		lookup := d.call("t", "support", "", "lookup_order", `{"order_id":"A1"}`)
 		forged, err := d.k.EvidenceValidator("mallory").Write(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Evidence,
-			Kind: KindCompiledContext, Payload: blackboard.Payload{"hash": "sha256:00"}})
+			Kind: audit.KindCompiledContext, Payload: blackboard.Payload{"hash": "sha256:00"}})
 		if err != nil {
 			t.Fatal(err) // an evidence handle may write evidence of any kind, with its own role
 		}
@@ -201,7 +213,7 @@ func TestAttackForgedContextReference(t *testing.T) {
 		if n := len(d.invocations("lookup_order")); n != calls {
 			t.Errorf("%d lookups ran under a forged context", n-calls)
 		}
-		for _, dr := range d.decisions(DecisionFilter{TraceID: "t", Outcome: audit.OutcomeRefused}) {
+		for _, dr := range d.decisions(audit.Query{TraceID: "t", Outcome: audit.OutcomeRefused}) {
 			if dr.Code != CodeContextInvalid || dr.Context[keyContext] != nil {
 				t.Errorf("refusal %+v", dr)
 			}
@@ -225,16 +237,17 @@ func TestPolicyPerNamespace(t *testing.T) {
 			t.Fatalf("gate of namespace %q: %v", ns, err)
 		}
 		rec, err := g.Kernel().Reader().Get(ctx, g.policyID)
-		if err != nil || rec.TraceID() != PolicyTrace(ns) || !IsPolicyTrace(rec.TraceID()) || rec.Namespace != blackboard.NamespaceOf(ns) {
-			t.Errorf("namespace %q: policy record %+v %v, want in %s", ns, rec, err, PolicyTrace(ns))
+		if err != nil || rec.TraceID() != audit.PolicyTrace(ns) || !audit.IsPolicyTrace(rec.TraceID()) || rec.Namespace != blackboard.NamespaceOf(ns) {
+			t.Errorf("namespace %q: policy record %+v %v, want in %s", ns, rec, err, audit.PolicyTrace(ns))
 		}
 		g.Close()
 	}
 }
 
-// PolicyOf reads back exactly the snapshot a gate recorded, and refuses a
-// record that is not the kernel's, one changed after it was recorded, and
-// one of another shape that hashes right but reads otherwise.
+// audit.PolicyOf and snapshot.Decode read back exactly the snapshot a
+// gate recorded, and refuse a record that is not the kernel's, one
+// changed after it was recorded, and one of another shape that hashes
+// right but reads otherwise.
 func TestPolicyOf(t *testing.T) {
 	ctx := context.Background()
 	s := memstore.New()
@@ -251,19 +264,27 @@ func TestPolicyOf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, h, err := PolicyOf(rec)
-	if err != nil || h != g.PolicyHash() || p.Hash() != h || p.Fallback != g.Policy().Fallback || len(p.Tools) != 1 || !p.Tools[0].ReadOnly {
+	read := func(rec blackboard.Record) (snapshot.Policy, string, error) {
+		ap, err := audit.PolicyOf(rec)
+		if err != nil {
+			return snapshot.Policy{}, ap.Hash, err
+		}
+		p, err := snapshot.Decode(ap)
+		return p, ap.Hash, err
+	}
+	p, h, err := read(rec)
+	if err != nil || h != g.Policy().Hash || p.Encode().Hash != h || p.Fallback != decodedPolicy(t, g).Fallback || len(p.Tools) != 1 || !p.Tools[0].ReadOnly {
 		t.Fatalf("PolicyOf: %+v %s %v, want the gate's policy", p, h, err)
 	}
 	other := rec.Clone()
 	other.Provenance.Role = blackboard.RoleTool
-	if _, _, err := PolicyOf(other); !errors.Is(err, ErrPolicyRecord) {
+	if _, _, err := read(other); !errors.Is(err, audit.ErrPolicyRecord) {
 		t.Errorf("a tool's record: %v, want ErrPolicyRecord", err)
 	}
 	tampered := rec.Clone()
 	pol := tampered.Payload["policy"].(map[string]any)
 	pol["fallback"] = "pay_anyway"
-	if _, _, err := PolicyOf(tampered); !errors.Is(err, ErrPolicyTampered) {
+	if _, _, err := read(tampered); !errors.Is(err, audit.ErrPolicyTampered) {
 		t.Errorf("a changed snapshot: %v, want ErrPolicyTampered", err)
 	}
 	shaped := rec.Clone()
@@ -271,7 +292,7 @@ func TestPolicyOf(t *testing.T) {
 	pol["future_field"] = true
 	raw, _ := json.Marshal(pol)
 	shaped.Payload["hash"], _ = canon.DigestJSON(raw)
-	if _, _, err := PolicyOf(shaped); !errors.Is(err, errPolicyShape) {
-		t.Errorf("another version's shape: %v, want errPolicyShape", err)
+	if _, _, err := read(shaped); !errors.Is(err, snapshot.ErrShape) {
+		t.Errorf("another version's shape: %v, want snapshot.ErrShape", err)
 	}
 }

@@ -284,7 +284,7 @@ func TestBudgetAndApprovalTelemetry(t *testing.T) {
 	if err != nil || len(pending) != 1 {
 		t.Fatalf("pending %+v %v", pending, err)
 	}
-	if _, err := g.Approver("human:alice").Decide(ctx, toolgate.Answer{TraceID: "t", ActionID: pending[0].ActionID, Digest: pending[0].Digest, Verdict: audit.Approved, Note: ""}); err != nil {
+	if _, err := g.Approver("human:alice").Decide(ctx, audit.Approval{TraceID: "t", ActionID: pending[0].ActionID, Digest: pending[0].Digest, Decision: audit.Approved, Note: ""}); err != nil {
 		t.Fatal(err)
 	}
 	var call, approve sdktrace.ReadOnlySpan

@@ -288,7 +288,7 @@ func TestPendingApprovalsSkipsFinished(t *testing.T) {
 			res := d.refund(trace, "A1", 600)
 			if i%2 == 0 {
 				d.approve(trace, res.ActionID, "human:alice", time.Hour)
-			} else if _, err := d.g.Approver("human:alice").Decide(d.ctx, Answer{TraceID: trace, ActionID: res.ActionID, Digest: d.digest(res.ActionID), Verdict: audit.Denied, Note: "no"}); err != nil {
+			} else if _, err := d.g.Approver("human:alice").Decide(d.ctx, audit.Approval{TraceID: trace, ActionID: res.ActionID, Digest: d.digest(res.ActionID), Decision: audit.Denied, Note: "no"}); err != nil {
 				t.Fatal(err)
 			}
 			d.execute(res.ActionID)

@@ -270,7 +270,7 @@ func (gv *Governor) resolve(ctx agent.Context, c toolgate.Call, res toolgate.Res
 	if mutForgedConfirmation {
 		digest = res.ArgsDigest
 	}
-	out, err := gv.g.Approver(gv.approver).Resolve(ctx, toolgate.Answer{TraceID: c.TraceID, ActionID: res.ApprovalID, Digest: digest, Verdict: decision, Note: note})
+	out, err := gv.g.Approver(gv.approver).Resolve(ctx, audit.Approval{TraceID: c.TraceID, ActionID: res.ApprovalID, Digest: digest, Decision: decision, Note: note})
 	if errors.Is(err, blackboard.ErrInvalidInput) || errors.Is(err, blackboard.ErrPermission) {
 		return response(toolgate.Result{Outcome: audit.OutcomeRefused, Code: toolgate.CodeApprovalMismatch, ApprovalID: res.ApprovalID,
 			Hint: "the confirmation was not taken: " + err.Error()})

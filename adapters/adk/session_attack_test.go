@@ -15,6 +15,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/blackboardkernel/bk/adapters/adk"
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -119,7 +120,7 @@ func TestAttackSessionIDOfAnotherUser(t *testing.T) {
 	})
 	t.Run("shared trace with a request", func(t *testing.T) {
 		b := newBank(t, adk.WithTrace(func(ctx agent.ReadonlyContext) string { return "bank:" + ctx.SessionID() }))
-		if err := b.g.RecordRequest(t.Context(), "bank:s1", toolgate.Request{Principal: "alice"}); err != nil {
+		if err := b.g.RecordRequest(t.Context(), "bank:s1", audit.Request{Principal: "alice"}); err != nil {
 			t.Fatal(err)
 		}
 		if r := b.call(t, "alice", "s1", "c1", "check_code", map[string]any{"code": "123456"}); r[adk.KeyIsError] != false {

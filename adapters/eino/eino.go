@@ -310,7 +310,7 @@ func (m *Middleware) resume(ctx context.Context, st *pending, next compose.Invok
 	if d.Approve {
 		decision = audit.Approved
 	}
-	res, err := m.g.Approver(m.approver).Resolve(ctx, toolgate.Answer{TraceID: st.Trace, ActionID: st.ActionID, Digest: d.Digest, Verdict: decision, Note: "decided through an Eino resume"})
+	res, err := m.g.Approver(m.approver).Resolve(ctx, audit.Approval{TraceID: st.Trace, ActionID: st.ActionID, Digest: d.Digest, Decision: decision, Note: "decided through an Eino resume"})
 	if err == nil && res.Code == toolgate.CodeEffectUnavailable {
 		// A caller-driven tool: the gate recorded the approval and ran
 		// nothing. The call again, under its id, with the tool, runs it

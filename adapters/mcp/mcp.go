@@ -57,7 +57,7 @@ func WithTrace(f func(*sdk.ServerSession) string) Option { return func(c *config
 func WithApprover(identity string) Option { return func(c *config) { c.approver = identity } }
 
 // WithApprovalTTL sets how long an approval given through elicitation
-// stands (default [DefaultApprovalTTL], at most [toolgate.MaxApprovalTTL]).
+// stands (default [DefaultApprovalTTL], at most [audit.MaxApprovalTTL]).
 func WithApprovalTTL(d time.Duration) Option { return func(c *config) { c.ttl = d } }
 
 type governor struct {
@@ -79,8 +79,8 @@ func Govern(server *sdk.Server, g *toolgate.Gate, caller string, opts ...Option)
 	for _, o := range opts {
 		o(&gv.config)
 	}
-	if gv.ttl <= 0 || gv.ttl > toolgate.MaxApprovalTTL {
-		return fmt.Errorf("%w: approval TTL %v outside (0, %v]", ErrInvalid, gv.ttl, toolgate.MaxApprovalTTL)
+	if gv.ttl <= 0 || gv.ttl > audit.MaxApprovalTTL {
+		return fmt.Errorf("%w: approval TTL %v outside (0, %v]", ErrInvalid, gv.ttl, audit.MaxApprovalTTL)
 	}
 	if gv.approver == caller {
 		return fmt.Errorf("%w: the approver %q is the caller", ErrInvalid, caller)
@@ -205,13 +205,13 @@ func (gv *governor) decide(ctx context.Context, trace, actionID string, args jso
 	var err error
 	switch yes, _ := ans.Content["approve"].(bool); {
 	case ans.Action == "accept" && yes:
-		_, err = a.Decide(ctx, toolgate.Answer{TraceID: trace, ActionID: actionID, Digest: digest, Verdict: audit.Approved, Note: "approved through MCP elicitation", TTL: gv.ttl})
+		_, err = a.Decide(ctx, audit.Approval{TraceID: trace, ActionID: actionID, Digest: digest, Decision: audit.Approved, Note: "approved through MCP elicitation", TTL: gv.ttl})
 	case ans.Action == "accept" || ans.Action == "decline":
 		if digest == "" {
 			digest, err = committedDigest(args)
 		}
 		if err == nil {
-			_, err = a.Decide(ctx, toolgate.Answer{TraceID: trace, ActionID: actionID, Digest: digest, Verdict: audit.Denied, Note: "denied through MCP elicitation", TTL: gv.ttl})
+			_, err = a.Decide(ctx, audit.Approval{TraceID: trace, ActionID: actionID, Digest: digest, Decision: audit.Denied, Note: "denied through MCP elicitation", TTL: gv.ttl})
 		}
 	}
 	switch {

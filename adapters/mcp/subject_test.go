@@ -80,7 +80,7 @@ func TestAttackCallForAnotherSubject(t *testing.T) {
 			t.Fatalf("bob's refund on alice's lookup: %+v, %d refunds; want refused, none", r, refunds.Load())
 		}
 		n := 0
-		for d, err := range g.Decisions(t.Context(), toolgate.DecisionFilter{Tool: "lookup_order", Outcome: audit.OutcomeExecuted}) {
+		for d, err := range audit.List(t.Context(), g.Kernel().Reader(), audit.Query{Tool: "lookup_order", Outcome: audit.OutcomeExecuted}) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -100,7 +100,7 @@ func TestAttackCallForAnotherSubject(t *testing.T) {
 		if err := mcp.Govern(server, g, "support", mcp.WithTrace(func(*sdk.ServerSession) string { return "ticket-1" })); err != nil {
 			t.Fatal(err)
 		}
-		if err := g.RecordRequest(t.Context(), "ticket-1", toolgate.Request{Principal: "alice", Resources: map[string][]string{"order": {"A1"}}}); err != nil {
+		if err := g.RecordRequest(t.Context(), "ticket-1", audit.Request{Principal: "alice", Resources: map[string][]string{"order": {"A1"}}}); err != nil {
 			t.Fatal(err)
 		}
 		url := authServer(t, server)

@@ -37,7 +37,7 @@ func TestExplainShowsTheCompiledContext(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.Slot == blackboard.Evidence && r.Kind == toolgate.KindCompiledContext {
+			if r.Slot == blackboard.Evidence && r.Kind == audit.KindCompiledContext {
 				contexts++
 			}
 			if _, ok := audit.Of(r); !ok {

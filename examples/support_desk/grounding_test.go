@@ -73,7 +73,7 @@ func groundingDesk(t *testing.T, order string, refunded float64) (*desk, *holdin
 	}
 	// The ticket is about this order: the refunds below are in scope, so
 	// what refuses them is the grounding.
-	if err := d.g.RecordRequest(ctx, "T1", toolgate.Request{Principal: "customer@example.com", Resources: map[string][]string{"order": {order}}}); err != nil {
+	if err := d.g.RecordRequest(ctx, "T1", audit.Request{Principal: "customer@example.com", Resources: map[string][]string{"order": {order}}}); err != nil {
 		t.Fatal(err)
 	}
 	return d, store

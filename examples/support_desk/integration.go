@@ -17,6 +17,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/pack"
 	"github.com/blackboardkernel/bk/store"
@@ -36,8 +37,7 @@ const role, lease = "support", time.Second
 // fit the model's window (package pack); and the supervisor that recovers
 // and resumes the gate's actions, reporting to events. It returns the desk
 // even with an error: the caller closes what it opened.
-func newDesk(ctx context.Context, store store.Store, namespace string, w *world, model *llm.Client,
-	events func(context.Context, supervisor.Event)) (*desk, error) {
+func newDesk(ctx context.Context, store store.Store, namespace string, w *world, model *llm.Client, events func(context.Context, supervisor.Event)) (*desk, error) {
 	d := &desk{w: w}
 	rs, err := deskRules()
 	comp, cerr := pack.New(pack.WithWindow(contextWindow))
@@ -78,7 +78,7 @@ func (d *desk) serve(ctx context.Context, tickets []ticket, turn func(ticket, in
 	var err error
 	for i := 0; err == nil && i < len(tickets); i++ {
 		t := tickets[i]
-		err = d.g.RecordRequest(ctx, t.ID, toolgate.Request{Principal: t.Customer, Resources: map[string][]string{"order": {t.Order}}})
+		err = d.g.RecordRequest(ctx, t.ID, audit.Request{Principal: t.Customer, Resources: map[string][]string{"order": {t.Order}}})
 		for n := 1; err == nil && n <= len(t.Messages); n++ {
 			var user string
 			if user, err = turn(t, n); err == nil && user != "" {
@@ -94,7 +94,7 @@ func (d *desk) serve(ctx context.Context, tickets []ticket, turn func(ticket, in
 // arguments shown), and the gate carries the answer out at once (Resolve):
 // an approved refund runs, a denied one takes its safe fallback. Answering
 // what was answered records nothing.
-func (d *desk) approve(ctx context.Context, trace string, answer func(toolgate.Pending) toolgate.Answer) ([]toolgate.Result, error) {
+func (d *desk) approve(ctx context.Context, trace string, answer func(audit.Pending) audit.Approval) ([]toolgate.Result, error) {
 	pending, err := d.g.Pending(ctx, trace)
 	results := make([]toolgate.Result, len(pending))
 	for i := 0; err == nil && i < len(pending); i++ {

@@ -113,7 +113,7 @@ func decideAsPerson(t *testing.T, db string, approve bool) {
 		if !approve {
 			v = audit.Denied
 		}
-		ans := toolgate.Answer{TraceID: p.TraceID, ActionID: p.ActionID, Digest: p.Digest, Verdict: v, Note: "looked at the evidence"}
+		ans := audit.Approval{TraceID: p.TraceID, ActionID: p.ActionID, Digest: p.Digest, Decision: v, Note: "looked at the evidence"}
 		if _, err := screen.Decide(ctx, ans); err != nil {
 			t.Fatal(err)
 		}

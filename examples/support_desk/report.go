@@ -76,7 +76,7 @@ func (r *reporter) takeEvents() []supervisor.Event {
 
 // markPrinted marks every decision record so far as printed.
 func (r *reporter) markPrinted() error {
-	for rec, err := range r.d.g.Decisions(r.ctx, toolgate.DecisionFilter{}) {
+	for rec, err := range audit.List(r.ctx, r.d.g.Kernel().Reader(), audit.Query{}) {
 		if err != nil {
 			return err
 		}
@@ -89,7 +89,7 @@ func (r *reporter) markPrinted() error {
 // line: what was decided (the tool, belief or fallback), the outcome, the
 // code and the reason; under a refusal, the hint the model was given.
 func (r *reporter) decisions(trace string, hints map[string]string) error {
-	for rec, err := range r.d.g.Decisions(r.ctx, toolgate.DecisionFilter{TraceID: trace}) {
+	for rec, err := range audit.List(r.ctx, r.d.g.Kernel().Reader(), audit.Query{TraceID: trace}) {
 		if err != nil {
 			return err
 		}
@@ -225,7 +225,7 @@ func args(cc blackboard.Payload) string {
 func (r *reporter) summary() error {
 	outcomes, refusals := map[audit.Outcome]int{}, map[blackboard.Code]int{}
 	approved, denied := 0, 0
-	for rec, err := range r.d.g.Decisions(r.ctx, toolgate.DecisionFilter{}) {
+	for rec, err := range audit.List(r.ctx, r.d.g.Kernel().Reader(), audit.Query{}) {
 		if err != nil {
 			return err
 		}
@@ -280,7 +280,7 @@ func (r *reporter) ledger() error {
 		trace, action, key string
 	}
 	var refunds []refund
-	for rec, err := range r.d.g.Decisions(r.ctx, toolgate.DecisionFilter{Tool: "issue_refund"}) {
+	for rec, err := range audit.List(r.ctx, r.d.g.Kernel().Reader(), audit.Query{Tool: "issue_refund"}) {
 		if err != nil {
 			return err
 		}
@@ -308,7 +308,7 @@ func (r *reporter) ledger() error {
 			if err != nil {
 				return err
 			}
-			if e, ok := audit.EffectOf(rec); ok && rec.Kind != toolgate.KindAttempt && e.ActionID == f.action {
+			if e, ok := audit.EffectOf(rec); ok && rec.Kind != audit.KindAttempt && e.ActionID == f.action {
 				results = append(results, rec)
 			}
 		}
@@ -338,7 +338,7 @@ func (r *reporter) ledger() error {
 			if len(pays) != 1 || pays[0].ID != res.Payload["refund_id"] || pays[0].Amount != amount {
 				bad("%s: result %s names %v, the ledger has %d payments under its key", f.action, res.ID, res.Payload["refund_id"], len(pays))
 			}
-		case toolgate.KindEscalated:
+		case audit.KindEscalated:
 			fmt.Fprintf(r.out, "%s not run: %v by %v, %d payments\n", line, e.Code, e.Approver, len(pays))
 			if len(pays) != 0 {
 				bad("%s was denied but paid", f.action)

@@ -287,7 +287,7 @@ func (r *reporter) awaitResumed(trace string, ruled []ruling) ([]toolgate.Result
 		now[ru.ActionID] = true
 	}
 	var waited []string
-	for rec, err := range r.d.g.Decisions(r.ctx, toolgate.DecisionFilter{TraceID: trace, Tool: "issue_refund", Outcome: audit.OutcomePendingApproval}) {
+	for rec, err := range audit.List(r.ctx, r.d.g.Kernel().Reader(), audit.Query{TraceID: trace, Tool: "issue_refund", Outcome: audit.OutcomePendingApproval}) {
 		if err != nil {
 			return nil, err
 		}
@@ -346,7 +346,7 @@ func (r *reporter) turn(t ticket, n int) (string, error) {
 		var results []toolgate.Result
 		var err error
 		if r.person {
-			var waiting []toolgate.Pending
+			var waiting []audit.Pending
 			waiting, rulings, err = personDecided(r.ctx, r.d, t.ID)
 			if err != nil {
 				return "", err
@@ -360,10 +360,10 @@ func (r *reporter) turn(t ticket, n int) (string, error) {
 			r.d.sup.Wake()
 		} else {
 			fmt.Fprintf(r.out, "\n%s: the supervisor decides what waits for approval\n", t.ID)
-			resolved, err := r.d.approve(r.ctx, t.ID, func(p toolgate.Pending) toolgate.Answer {
+			resolved, err := r.d.approve(r.ctx, t.ID, func(p audit.Pending) audit.Approval {
 				ru := judge(p)
 				rulings = append(rulings, ru)
-				return toolgate.Answer{TraceID: p.TraceID, ActionID: p.ActionID, Digest: p.Digest, Verdict: ru.Decision, Note: ru.Note}
+				return audit.Approval{TraceID: p.TraceID, ActionID: p.ActionID, Digest: p.Digest, Decision: ru.Decision, Note: ru.Note}
 			})
 			if err != nil {
 				return "", err
@@ -420,7 +420,7 @@ func (r *reporter) done(res llm.AgentResult, runErr error) error {
 
 // waitForPerson says that the trace's refunds wait for a person, and how
 // to decide them.
-func (r *reporter) waitForPerson(trace string, waiting []toolgate.Pending) {
+func (r *reporter) waitForPerson(trace string, waiting []audit.Pending) {
 	fmt.Fprintf(r.out, "\n%s: %d refund(s) wait for a person's approval; this ticket goes on in the next run against %s.\n", trace, len(waiting), r.db)
 	fmt.Fprintf(r.out, "  in a browser:  bk --db %s --namespace %s serve --token-file FILE\n", r.db, r.ns)
 	for _, p := range waiting {

@@ -53,7 +53,7 @@ func TestRefundOfAnotherOrderRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	refused := false
-	for dr, err := range d.g.Decisions(ctx, toolgate.DecisionFilter{TraceID: "X3", Tool: "issue_refund"}) {
+	for dr, err := range audit.List(ctx, d.g.Kernel().Reader(), audit.Query{TraceID: "X3", Tool: "issue_refund"}) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/audit"
-	"github.com/blackboardkernel/bk/toolgate"
 )
 
 // The ticket queue: what customers wrote. Each ticket is one trace; each
@@ -87,7 +86,7 @@ type ruling struct {
 // integration (the approval screen, desk.approve, is): the approver
 // approves unless the customer says the parcel never arrived and the
 // carrier has it signed for: that goes to a claims review instead.
-func judge(p toolgate.Pending) ruling {
+func judge(p audit.Pending) ruling {
 	id, _ := p.Args["order_id"].(string)
 	o, _ := findOrder(id)
 	reason, _ := p.Args["reason"].(string)
@@ -101,7 +100,7 @@ func judge(p toolgate.Pending) ruling {
 // for approval: waiting, those a person has not decided yet; decided, those
 // a person decided (with bk serve or bk approve) that the supervisor has
 // not applied yet, for the run to wait for.
-func personDecided(ctx context.Context, d *desk, trace string) (waiting []toolgate.Pending, decided []ruling, err error) {
+func personDecided(ctx context.Context, d *desk, trace string) (waiting []audit.Pending, decided []ruling, err error) {
 	pending, err := d.g.Pending(ctx, trace)
 	if err != nil {
 		return nil, nil, err

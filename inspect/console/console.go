@@ -21,6 +21,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/inspect"
+	"github.com/blackboardkernel/bk/internal/snapshot"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/rules"
 	"github.com/blackboardkernel/bk/store"
@@ -51,7 +52,7 @@ type Config struct {
 	// only that namespace's approvals. "" is every namespace.
 	Namespace string
 	// TTL is how long an approval stays valid once given, in (0,
-	// [toolgate.MaxApprovalTTL]]; 0 is an hour.
+	// [audit.MaxApprovalTTL]]; 0 is an hour.
 	TTL time.Duration
 	// Hosts are the hosts a request may name besides an IP address and
 	// localhost ("name" for any port, "name:port" for that port only),
@@ -92,8 +93,8 @@ func (cfg Config) check() (config, error) {
 	if cfg.Identity == nil {
 		errs = append(errs, fmt.Errorf("%w: no identity: give a trusted header (--identity-header) or a token file (--token-file)", ErrInvalidConfig))
 	}
-	if c.ttl <= 0 || c.ttl > toolgate.MaxApprovalTTL {
-		errs = append(errs, fmt.Errorf("%w: approval TTL %v outside (0, %v]", ErrInvalidConfig, c.ttl, toolgate.MaxApprovalTTL))
+	if c.ttl <= 0 || c.ttl > audit.MaxApprovalTTL {
+		errs = append(errs, fmt.Errorf("%w: approval TTL %v outside (0, %v]", ErrInvalidConfig, c.ttl, audit.MaxApprovalTTL))
 	}
 	return c, errors.Join(errs...)
 }
@@ -123,7 +124,7 @@ type Console struct {
 // New builds a console over cfg.Store, which it reads for every page and
 // writes approvals to, through a tool-call gate of the decision's
 // namespace ([toolgate.Gate.Approver]). A config without a store or an
-// identity, or with a TTL outside (0, [toolgate.MaxApprovalTTL]], is
+// identity, or with a TTL outside (0, [audit.MaxApprovalTTL]], is
 // refused with every problem it has, each an [ErrInvalidConfig].
 func New(cfg Config) (*Console, error) {
 	checked, err := cfg.check()
@@ -304,20 +305,24 @@ func (c *Console) checks(ctx context.Context, p inspect.PendingApproval) (constr
 
 // policyRules lists the rules on actionType and the bindings of tool in
 // the policy snapshot whose hash is hash, read from the store's
-// namespace's [toolgate.PolicyTrace] (a few records: one per policy it ran
-// under). A snapshot that does not read as recorded ([toolgate.PolicyOf]) is
+// namespace's [audit.PolicyTrace] (a few records: one per policy it ran
+// under). A snapshot that does not read as recorded ([audit.PolicyOf]) is
 // not shown.
 func (c *Console) policyRules(ctx context.Context, namespace, hash, actionType, tool string) ([]string, error) {
 	if hash == "" {
 		return nil, nil
 	}
-	for r, err := range c.s.ListTrace(ctx, namespace, toolgate.PolicyTrace(namespace)) {
+	for r, err := range c.s.ListTrace(ctx, namespace, audit.PolicyTrace(namespace)) {
 		if err != nil {
 			return nil, err
 		}
-		pol, h, err := toolgate.PolicyOf(r)
-		if h != hash || errors.Is(err, toolgate.ErrPolicyRecord) {
+		ap, err := audit.PolicyOf(r)
+		if ap.Hash != hash || errors.Is(err, audit.ErrPolicyRecord) {
 			continue
+		}
+		var pol snapshot.Policy
+		if err == nil {
+			pol, err = snapshot.Decode(ap)
 		}
 		if err != nil {
 			return nil, nil // not what was in force: nothing to show
@@ -333,7 +338,7 @@ func (c *Console) policyRules(ctx context.Context, namespace, hash, actionType, 
 				continue
 			}
 			for _, bd := range t.Bindings {
-				out = append(out, fmt.Sprintf("binding: %s %s %s.%s", bd.Arg, cmp.Or(string(bd.Op), string(toolgate.Equal)), bd.Percept, cmp.Or(bd.Field, bd.Arg)))
+				out = append(out, fmt.Sprintf("binding: %s %s %s.%s", bd.Arg, cmp.Or(bd.Op, string(toolgate.Equal)), bd.Percept, cmp.Or(bd.Field, bd.Arg)))
 			}
 		}
 		return out, nil
@@ -628,9 +633,9 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request) {
 	}
 	ap := g.Approver(id)
 	if decision == "approve" {
-		_, err = ap.Decide(r.Context(), toolgate.Answer{TraceID: traceID, ActionID: actionID, Digest: digest, Verdict: audit.Approved, Note: note, TTL: c.cfg.ttl})
+		_, err = ap.Decide(r.Context(), audit.Approval{TraceID: traceID, ActionID: actionID, Digest: digest, Decision: audit.Approved, Note: note, TTL: c.cfg.ttl})
 	} else {
-		_, err = ap.Decide(r.Context(), toolgate.Answer{TraceID: traceID, ActionID: actionID, Digest: digest, Verdict: audit.Denied, Note: note, TTL: c.cfg.ttl})
+		_, err = ap.Decide(r.Context(), audit.Approval{TraceID: traceID, ActionID: actionID, Digest: digest, Decision: audit.Denied, Note: note, TTL: c.cfg.ttl})
 	}
 	switch {
 	case errors.Is(err, blackboard.ErrPermission):

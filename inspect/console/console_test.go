@@ -112,7 +112,7 @@ func newDeskOn(t *testing.T, s store.Store, order string, mods ...func(*toolgate
 	}
 	d.action = pending[0].ActionID
 
-	c, err := console.New(console.Config{Store: d.s, Identity: console.TokenIdentity(map[string]string{aliceToken: "human:alice", bobToken: "human:bob", "support-token-00001": toolgate.CallerWriter("support"), "support-token-00002": "support"})})
+	c, err := console.New(console.Config{Store: d.s, Identity: console.TokenIdentity(map[string]string{aliceToken: "human:alice", bobToken: "human:bob", "support-token-00001": audit.CallerWriter("support"), "support-token-00002": "support"})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -535,7 +535,7 @@ func TestNew(t *testing.T) {
 		"no identity":  {Store: memstore.New()},
 		"no store":     {Identity: id},
 		"negative TTL": {Store: memstore.New(), Identity: id, TTL: -time.Second},
-		"long TTL":     {Store: memstore.New(), Identity: id, TTL: toolgate.MaxApprovalTTL + 1},
+		"long TTL":     {Store: memstore.New(), Identity: id, TTL: audit.MaxApprovalTTL + 1},
 	} {
 		if _, err := console.New(cfg); !errors.Is(err, console.ErrInvalidConfig) {
 			t.Errorf("%s: %v", name, err)

@@ -38,15 +38,15 @@ func decisionFlags(fs *flag.FlagSet, e *env) {
 	fs.StringVar(&e.decide.as, "as", "", "the approver's name, recorded as given: the terminal is trusted as whoever runs it (required)")
 	fs.StringVar(&e.decide.digest, "digest", "", "the digest of the arguments decided on, as bk approvals shows it (required)")
 	fs.StringVar(&e.decide.note, "note", "", "a note kept with the decision")
-	fs.DurationVar(&e.decide.ttl, "ttl", DefaultApprovalTTL, fmt.Sprintf("how long the decision stays valid (at most %v)", toolgate.MaxApprovalTTL))
+	fs.DurationVar(&e.decide.ttl, "ttl", DefaultApprovalTTL, fmt.Sprintf("how long the decision stays valid (at most %v)", audit.MaxApprovalTTL))
 	e.check = func() error {
 		switch d := e.decide; {
 		case d.as == "":
 			return cmdline.Usagef("--as NAME is required")
 		case d.digest == "":
 			return cmdline.Usagef("--digest D is required")
-		case d.ttl <= 0 || d.ttl > toolgate.MaxApprovalTTL:
-			return cmdline.Usagef("--ttl %v outside (0, %v]", d.ttl, toolgate.MaxApprovalTTL)
+		case d.ttl <= 0 || d.ttl > audit.MaxApprovalTTL:
+			return cmdline.Usagef("--ttl %v outside (0, %v]", d.ttl, audit.MaxApprovalTTL)
 		}
 		return nil
 	}
@@ -116,8 +116,8 @@ func runDecision(ctx context.Context, e *env, actionID string, verdict audit.Ver
 		return err
 	}
 	defer g.Close()
-	rec, err := g.Approver(d.as).Decide(ctx, toolgate.Answer{TraceID: act.TraceID(), ActionID: actionID, Digest: d.digest,
-		Verdict: verdict, Note: d.note, TTL: d.ttl})
+	rec, err := g.Approver(d.as).Decide(ctx, audit.Approval{TraceID: act.TraceID(), ActionID: actionID, Digest: d.digest,
+		Decision: verdict, Note: d.note, TTL: d.ttl})
 	if errors.Is(err, toolgate.ErrDecided) {
 		// Decided meanwhile by someone else: the gate's claim refused this
 		// one, and the person is told which decision stands.

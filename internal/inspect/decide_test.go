@@ -48,7 +48,7 @@ func deskApp(t *testing.T, s store.Store, refunds *atomic.Int32) *toolgate.Gate 
 
 // pendingRefund plays a ticket up to a refund of 700 waiting for approval
 // (proposed by the caller "support") and returns it.
-func pendingRefund(t *testing.T, g *toolgate.Gate, trace string) toolgate.Pending {
+func pendingRefund(t *testing.T, g *toolgate.Gate, trace string) audit.Pending {
 	t.Helper()
 	ctx := context.Background()
 	call := func(tool, args string) toolgate.Result {
@@ -75,7 +75,7 @@ func pendingRefund(t *testing.T, g *toolgate.Gate, trace string) toolgate.Pendin
 
 // pendingDesk writes a SQLite store whose refund waits for approval, with
 // the application stopped, and returns the file and the refund.
-func pendingDesk(t *testing.T) (string, toolgate.Pending) {
+func pendingDesk(t *testing.T) (string, audit.Pending) {
 	t.Helper()
 	db := filepath.Join(t.TempDir(), "desk.db")
 	s, err := sqlitestore.Open(context.Background(), db)
@@ -134,7 +134,7 @@ func TestApprove(t *testing.T) {
 		want string
 	}{
 		{[]string{"--as", "human:bob", "--digest", strings.Repeat("0", len(p.Digest))}, inspect.ExitError, "digest does not match"},
-		{[]string{"--as", toolgate.CallerWriter("support"), "--digest", p.Digest}, inspect.ExitError, "cannot decide an action it proposed"},
+		{[]string{"--as", audit.CallerWriter("support"), "--digest", p.Digest}, inspect.ExitError, "cannot decide an action it proposed"},
 		{[]string{"--digest", p.Digest}, inspect.ExitUsage, "--as NAME is required"},
 		{[]string{"--as", "human:bob"}, inspect.ExitUsage, "--digest D is required"},
 		{[]string{"--as", "human:bob", "--digest", p.Digest, "--ttl", "0s"}, inspect.ExitUsage, "--ttl 0s outside"},

@@ -66,7 +66,7 @@
 // action [Approvals] does not list ([ErrNotPending]: one denied, approved
 // with the approval in force or used, started or done, or one that needs
 // no approval), and NAME when the action was proposed by the gate caller
-// NAME ([toolgate.CallerWriter]). A refused decision writes nothing and
+// NAME ([audit.CallerWriter]). A refused decision writes nothing and
 // exits 1; the application's gate runs (or, denied, escalates) the action
 // when it next executes or recovers it. NAME is recorded as given: the
 // terminal is trusted as whoever runs it, and whoever can write the store

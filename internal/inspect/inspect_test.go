@@ -237,7 +237,7 @@ func toolgateDatabase(t *testing.T) string {
 	if err != nil || len(pending) != 1 {
 		t.Fatal(pending, err)
 	}
-	if _, err := g.Approver("human:alice").Decide(ctx, toolgate.Answer{TraceID: "ticket-2", ActionID: pending[0].ActionID, Digest: pending[0].Digest, Verdict: audit.Approved, Note: "ok"}); err != nil {
+	if _, err := g.Approver("human:alice").Decide(ctx, audit.Approval{TraceID: "ticket-2", ActionID: pending[0].ActionID, Digest: pending[0].Digest, Decision: audit.Approved, Note: "ok"}); err != nil {
 		t.Fatal(err)
 	}
 	if res, err := g.Execute(ctx, pending[0].ActionID); err != nil || res.Outcome != audit.OutcomeExecuted {

@@ -282,10 +282,10 @@ func (x *metrics) add(r *blackboard.Record) {
 			switch {
 			case r.Reason == blackboard.CodeSupersededByCommit:
 				// counted by its commit
-			case r.Status == blackboard.StatusInvalidated && r.Provenance.Writer != toolgate.GateWriter:
+			case r.Status == blackboard.StatusInvalidated && r.Provenance.Writer != audit.GateWriter:
 				x.m.PolicyCompliance.Den++
 				x.refusedCalls[traceID]++
-			case r.Provenance.Writer != toolgate.GateWriter:
+			case r.Provenance.Writer != audit.GateWriter:
 				// undecided or expired: an action that did not end
 				t.actions++
 				t.unsafe = true

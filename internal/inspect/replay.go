@@ -13,7 +13,6 @@ import (
 	"github.com/blackboardkernel/bk/replay"
 	"github.com/blackboardkernel/bk/rules"
 	"github.com/blackboardkernel/bk/store"
-	"github.com/blackboardkernel/bk/toolgate"
 )
 
 // ruleFlags collects the repeatable --rule NAME=EXPR of bk replay.
@@ -69,7 +68,7 @@ func Replay(ctx context.Context, s store.Store, namespace, trace string, opts ..
 			if err != nil {
 				return nil, err
 			}
-			if !toolgate.IsPolicyTrace(ts.TraceID) {
+			if !audit.IsPolicyTrace(ts.TraceID) {
 				targets = append(targets, target{ts.Namespace, ts.TraceID})
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/internal/inspect"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -23,7 +24,7 @@ func TestTimelineRunRecords(t *testing.T) {
 	if err := g.Restrict(ctx, "quiet", toolgate.Controls{Safety: toolgate.SafetyReadOnly}); err != nil {
 		t.Fatal(err)
 	}
-	for trace, want := range map[string]string{"quiet": "run controls: read_only", toolgate.PolicyTrace("desk"): "policy snapshot recorded"} {
+	for trace, want := range map[string]string{"quiet": "run controls: read_only", audit.PolicyTrace("desk"): "policy snapshot recorded"} {
 		tl, err := inspect.Timeline(ctx, s, "", trace)
 		if err != nil {
 			t.Fatal(err)

@@ -148,7 +148,7 @@ func recordedFault(r *blackboard.Record) string {
 	switch {
 	case r == nil:
 		return "no record of this trace"
-	case r.Slot != blackboard.Evidence || r.Kind != toolgate.KindCompiledContext:
+	case r.Slot != blackboard.Evidence || r.Kind != audit.KindCompiledContext:
 		return "a " + r.Slot.String() + " record of kind " + r.Kind + ", not a compiled context"
 	case r.Provenance.Role != blackboard.RoleKernel:
 		return "not written by the kernel"

@@ -11,7 +11,6 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store"
-	"github.com/blackboardkernel/bk/toolgate"
 )
 
 // EventType says what a [TimelineEvent] is.
@@ -233,7 +232,7 @@ func (b *timelineBuilder) record(r *blackboard.Record) {
 		a, _ := audit.ApprovalOf(*r)
 		b.add(stepNext, EventApproval, r, "", "approval: "+string(a.Decision)+" by "+r.Provenance.Writer, "for "+a.ActionID)
 	case r.Slot == blackboard.Evidence && r.Provenance.Role == blackboard.RoleKernel &&
-		(r.Kind == toolgate.KindPolicy || r.Kind == toolgate.KindControls || r.Kind == toolgate.KindCompiledContext):
+		(r.Kind == audit.KindPolicy || r.Kind == audit.KindControls || r.Kind == audit.KindCompiledContext):
 		b.runRecord(r) // records of the run, not decisions
 	case r.Mode == blackboard.ModeCommit && r.Provenance.Role == blackboard.RoleKernel:
 		b.commit(r, name)
@@ -345,9 +344,9 @@ func (b *timelineBuilder) artifact(r *blackboard.Record) {
 func (b *timelineBuilder) runRecord(r *blackboard.Record) {
 	hash, _ := r.Payload["hash"].(string)
 	switch r.Kind {
-	case toolgate.KindPolicy:
+	case audit.KindPolicy:
 		b.add(stepSame, EventArtifact, r, "", "policy snapshot recorded", hash)
-	case toolgate.KindControls:
+	case audit.KindControls:
 		mode, _ := r.Payload["mode"].(string)
 		b.add(stepSame, EventArtifact, r, "", "run controls: "+mode, fmt.Sprint(r.Payload["prohibited"]))
 	default:

@@ -163,7 +163,7 @@ func deskWithDenial(t *testing.T) (store.Store, string) {
 	if err != nil || len(pending) != 1 {
 		t.Fatal(pending, err)
 	}
-	if _, err := g.Approver("supervisor:maria").Decide(ctx, toolgate.Answer{TraceID: tr, ActionID: pending[0].ActionID, Digest: pending[0].Digest, Verdict: audit.Denied, Note: "signed for on delivery"}); err != nil {
+	if _, err := g.Approver("supervisor:maria").Decide(ctx, audit.Approval{TraceID: tr, ActionID: pending[0].ActionID, Digest: pending[0].Digest, Decision: audit.Denied, Note: "signed for on delivery"}); err != nil {
 		t.Fatal(err)
 	}
 	if res, err := g.Execute(ctx, pending[0].ActionID); err != nil || res.Code != toolgate.CodeApprovalDenied {
@@ -277,7 +277,7 @@ func TestTraceOutcome(t *testing.T) {
 }
 
 // withoutPolicy drops the trace the gate records its policy snapshot in
-// (toolgate.PolicyTrace): no call's.
+// (audit.PolicyTrace): no call's.
 func withoutPolicy(rows []inspect.TraceRow) []inspect.TraceRow {
-	return slices.DeleteFunc(rows, func(r inspect.TraceRow) bool { return toolgate.IsPolicyTrace(r.TraceID) })
+	return slices.DeleteFunc(rows, func(r inspect.TraceRow) bool { return audit.IsPolicyTrace(r.TraceID) })
 }

@@ -647,7 +647,7 @@ func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath strin
 			// The kernel's evidence artifact lands with, and just before,
 			// the belief it justifies. (The gate's decision records, policy
 			// snapshots and run controls are kernel-role evidence too.)
-			if r.Slot == blackboard.Evidence && r.Kind != audit.Kind && r.Kind != toolgate.KindPolicy && r.Kind != toolgate.KindControls &&
+			if r.Slot == blackboard.Evidence && r.Kind != audit.Kind && r.Kind != audit.KindPolicy && r.Kind != audit.KindControls &&
 				r.Provenance.Role == blackboard.RoleKernel {
 				if i+1 >= len(recs) || recs[i+1].Slot != blackboard.Beliefs || !slices.Equal(recs[i+1].EvidenceRefs, []string{r.ID}) {
 					t.Errorf("evidence %s without its belief", r.ID)
@@ -909,11 +909,11 @@ func checkGated(ctx context.Context, t *testing.T, schema, ledger string, worker
 			if executed[r.ID] != 1 {
 				t.Errorf("result %s of %s has %d executed decision records", r.ID, action, executed[r.ID])
 			}
-		case toolgate.KindAttempt:
+		case audit.KindAttempt:
 			if _, ok := actions[action]; ok {
 				attempts[action]++
 			}
-		case toolgate.KindFailed:
+		case audit.KindFailed:
 			// Processes share traces, so the belief an action is committed
 			// on may be about another process's charge; the gate refuses
 			// such an action for good (route 12 of the second review) and

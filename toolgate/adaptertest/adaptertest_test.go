@@ -86,7 +86,7 @@ func (d *direct) CallTool(ctx context.Context, name string, args json.RawMessage
 		if dec.Approve {
 			v = audit.Approved
 		}
-		ans := toolgate.Answer{TraceID: d.env.TraceID, ActionID: res.ApprovalID, Digest: dec.Digest, Verdict: v, TTL: time.Minute}
+		ans := audit.Approval{TraceID: d.env.TraceID, ActionID: res.ApprovalID, Digest: dec.Digest, Decision: v, TTL: time.Minute}
 		if _, err := a.Decide(ctx, ans); err == nil {
 			if res, err = g.Resume(ctx, d.env.TraceID, res.ApprovalID, args); err != nil {
 				return adaptertest.Reply{}, err

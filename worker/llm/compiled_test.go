@@ -71,7 +71,7 @@ func recordedPack(t *testing.T, g *toolgate.Gate, id string) blackboard.Record {
 	if err != nil {
 		t.Fatalf("compiled context %s: %v", id, err)
 	}
-	if rec.Slot != blackboard.Evidence || rec.Kind != toolgate.KindCompiledContext {
+	if rec.Slot != blackboard.Evidence || rec.Kind != audit.KindCompiledContext {
 		t.Fatalf("%s is %s %s, not a compiled context", id, rec.Slot, rec.Kind)
 	}
 	return rec
@@ -146,7 +146,7 @@ func TestCompiledContextEachRound(t *testing.T) {
 		}
 	}
 	n := 0
-	for d, err := range g.Decisions(ctx, toolgate.DecisionFilter{TraceID: "t1"}) {
+	for d, err := range audit.List(ctx, g.Kernel().Reader(), audit.Query{TraceID: "t1"}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -246,8 +246,8 @@ func TestAttackCompiledContextReadOnly(t *testing.T) {
 		if mode, _ := rec.Payload.String("mode"); mode != string(toolgate.SafetyReadOnly) {
 			t.Errorf("round %d recorded mode %q", i+1, mode)
 		}
-		if pol, _ := rec.Payload.String("policy"); pol != g.PolicyHash() {
-			t.Errorf("round %d names policy %q, want the gate's %q", i+1, pol, g.PolicyHash())
+		if pol, _ := rec.Payload.String("policy"); pol != g.Policy().Hash {
+			t.Errorf("round %d names policy %q, want the gate's %q", i+1, pol, g.Policy().Hash)
 		}
 	}
 	if len(res.Calls) != 2 {
@@ -258,7 +258,7 @@ func TestAttackCompiledContextReadOnly(t *testing.T) {
 		t.Fatalf("the forced refund: %s %s, want refused %s", r.Outcome, r.Code, toolgate.CodeReadOnlyMode)
 	}
 	found := false
-	for d, err := range g.Decisions(ctx, toolgate.DecisionFilter{TraceID: "t3", Tool: "issue_refund"}) {
+	for d, err := range audit.List(ctx, g.Kernel().Reader(), audit.Query{TraceID: "t3", Tool: "issue_refund"}) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -30,6 +30,7 @@ import (
 
 	"github.com/blackboardkernel/bk/adapters/adk"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -121,7 +122,7 @@ func run(ctx context.Context, w io.Writer) error {
 	// What the session serves, from the ticket system: the user it is
 	// for and the order the ticket is about, in the session's trace.
 	if err := g.RecordRequest(ctx, adk.Trace("desk", "user", "ticket-1"),
-		toolgate.Request{Principal: "user", Resources: map[string][]string{"order": {"A1"}}}); err != nil {
+		audit.Request{Principal: "user", Resources: map[string][]string{"order": {"A1"}}}); err != nil {
 		return err
 	}
 
