@@ -20,7 +20,7 @@ func (d *desk) pendingRefund(trace, order string, amount float64) Result {
 	d.t.Helper()
 	d.ground(trace, order)
 	res := d.refund(trace, order, amount)
-	if res.Outcome != audit.OutcomePendingApproval || res.Code != CodeApprovalRequired || res.ApprovalID == "" || res.ApprovalID != res.ActionID {
+	if res.Outcome != audit.OutcomePendingApproval || res.Code != CodeApprovalRequired || res.ActionID == "" {
 		d.t.Fatalf("refund of %v: %+v, want it waiting for approval", amount, res)
 	}
 	return res
@@ -32,7 +32,7 @@ func TestApprovalFlow(t *testing.T) {
 		if n := len(d.invocations("issue_refund")); n != 0 {
 			t.Fatalf("the refund ran before approval (%d calls)", n)
 		}
-		if !strings.Contains(wait.Hint, wait.ApprovalID) {
+		if !strings.Contains(wait.Hint, wait.ActionID) {
 			t.Errorf("hint %q does not name the approval id", wait.Hint)
 		}
 		// Execute before anyone decided: still waiting, nothing runs.

@@ -97,10 +97,9 @@ type Result struct {
 	RootCause kernel.Cause `json:"root_cause,omitzero"`
 	// Hint is a short repair hint written for the model.
 	Hint string `json:"hint,omitempty"`
-	// ActionID is the committed action, when there is one.
+	// ActionID is the committed action, when there is one: for a call
+	// waiting for approval, what an approver approves.
 	ActionID string `json:"action_id,omitempty"`
-	// ApprovalID names what an approver must approve (the action id).
-	ApprovalID string `json:"approval_id,omitempty"`
 	// ArgsDigest is the [ArgsDigest] of the committed arguments, which an
 	// approval binds; set while the action waits for approval
 	// ([audit.OutcomePendingApproval]).

@@ -95,7 +95,7 @@ func Example() {
 	}
 
 	res = call("call_3", "issue_refund", `{"order_id":"A1","amount":700}`)
-	fmt.Println(res.Outcome, res.Code, res.ApprovalID)
+	fmt.Println(res.Outcome, res.Code, res.ActionID)
 
 	// A person reviews what waits and approves it, for an hour.
 	pending, err := g.Pending(ctx, "ticket-7")

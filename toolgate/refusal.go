@@ -17,7 +17,7 @@ import (
 // is copied), so that an adapter asks its approver without reading the
 // pending approvals.
 func (x *executor) pending(ctx context.Context, e *entry, actionID string, args blackboard.Payload, digest string) Result {
-	return Result{Outcome: audit.OutcomePendingApproval, Code: CodeApprovalRequired, ActionID: actionID, ApprovalID: actionID,
+	return Result{Outcome: audit.OutcomePendingApproval, Code: CodeApprovalRequired, ActionID: actionID,
 		ArgsDigest: digest, Args: args.Clone(), Hint: x.hint(ctx, e, CodeApprovalRequired, kernel.Cause{}, actionID)}
 }
 

@@ -46,7 +46,10 @@ func (r Result) ForRecord() string {
 // render renders r with out as the output of an executed call.
 func (r Result) render(out blackboard.Payload) string {
 	c := reply.Content{Outcome: r.Outcome, Code: r.Code, RootCause: r.RootCause.Code, RootRecord: r.RootCause.Record,
-		Hint: r.Hint, ApprovalID: r.ApprovalID}
+		Hint: r.Hint}
+	if r.Outcome == audit.OutcomePendingApproval || r.Code == CodeApprovalMismatch {
+		c.ApprovalID = r.ActionID // what the person is (again) asked to approve
+	}
 	switch {
 	case r.Outcome == audit.OutcomeExecuted:
 		c.Output = out

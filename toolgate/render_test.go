@@ -30,7 +30,7 @@ func TestForModel(t *testing.T) {
 			Hint:       "refresh the charge before refunding",
 			DecisionID: "decision:x",
 		}, `{"outcome":"refused","code":"NO_COMMITTED_BELIEF","root_cause":"STALE_EVIDENCE","root_cause_record":"percepts:case-1:1","hint":"refresh the charge before refunding"}`, true},
-		{"waiting", Result{Outcome: audit.OutcomePendingApproval, Code: CodeApprovalRequired, ActionID: "actions:case-1:4", ApprovalID: "actions:case-1:4",
+		{"waiting", Result{Outcome: audit.OutcomePendingApproval, Code: CodeApprovalRequired, ActionID: "actions:case-1:4",
 			ArgsDigest: "sha256:x", Args: blackboard.Payload{"amount": 700.0}},
 			`{"outcome":"pending_approval","code":"APPROVAL_REQUIRED","approval_id":"actions:case-1:4"}`, false},
 		{"executed", Result{Outcome: audit.OutcomeExecuted, Code: CodeEffectSucceeded, Output: blackboard.Payload{"refund_id": "re_1", "amount": 40.0}},

@@ -230,7 +230,7 @@ func (gv *Governor) before(ctx agent.Context, t tool.Tool, args map[string]any) 
 	// ADK pauses the run and asks the application; its answer comes back
 	// as this call again, with the confirmation set.
 	if err := ctx.RequestConfirmation(fmt.Sprintf("Approve %s with digest %s?", t.Name(), res.ArgsDigest),
-		Confirmation{Tool: t.Name(), ActionID: res.ApprovalID, Digest: res.ArgsDigest, Args: maps.Clone(res.Args)}); err != nil {
+		Confirmation{Tool: t.Name(), ActionID: res.ActionID, Digest: res.ArgsDigest, Args: maps.Clone(res.Args)}); err != nil {
 		return nil, err
 	}
 	return response(res)
@@ -259,7 +259,7 @@ func (gv *Governor) resolve(ctx agent.Context, c toolgate.Call, res toolgate.Res
 		_ = json.Unmarshal(b, &shown)
 	}
 	if shown.Digest != res.ArgsDigest && !mutForgedConfirmation {
-		return response(toolgate.Result{Outcome: audit.OutcomeRefused, Code: toolgate.CodeApprovalMismatch, ApprovalID: res.ApprovalID,
+		return response(toolgate.Result{Outcome: audit.OutcomeRefused, Code: toolgate.CodeApprovalMismatch, ActionID: res.ActionID,
 			Hint: "the confirmation does not approve this call's arguments; ask the person again"})
 	}
 	decision, note := audit.Denied, "denied through ADK tool confirmation"
@@ -270,9 +270,9 @@ func (gv *Governor) resolve(ctx agent.Context, c toolgate.Call, res toolgate.Res
 	if mutForgedConfirmation {
 		digest = res.ArgsDigest
 	}
-	out, err := gv.g.Approver(gv.approver).Resolve(ctx, audit.Approval{TraceID: c.TraceID, ActionID: res.ApprovalID, Digest: digest, Decision: decision, Note: note})
+	out, err := gv.g.Approver(gv.approver).Resolve(ctx, audit.Approval{TraceID: c.TraceID, ActionID: res.ActionID, Digest: digest, Decision: decision, Note: note})
 	if errors.Is(err, blackboard.ErrInvalidInput) || errors.Is(err, blackboard.ErrPermission) {
-		return response(toolgate.Result{Outcome: audit.OutcomeRefused, Code: toolgate.CodeApprovalMismatch, ApprovalID: res.ApprovalID,
+		return response(toolgate.Result{Outcome: audit.OutcomeRefused, Code: toolgate.CodeApprovalMismatch, ActionID: res.ActionID,
 			Hint: "the confirmation was not taken: " + err.Error()})
 	}
 	if err == nil && out.Code == toolgate.CodeEffectUnavailable {

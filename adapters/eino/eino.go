@@ -235,8 +235,8 @@ func (m *Middleware) Invokable(next compose.InvokableToolEndpoint) compose.Invok
 			return &compose.ToolOutput{Result: reply}, nil
 		}
 		return nil, compose.StatefulInterrupt(ctx,
-			&Approval{Tool: in.Name, ActionID: res.ApprovalID, Digest: res.ArgsDigest, Args: map[string]any(res.Args)},
-			&pending{Trace: trace, Tool: in.Name, ActionID: res.ApprovalID, Digest: res.ArgsDigest, Reply: reply})
+			&Approval{Tool: in.Name, ActionID: res.ActionID, Digest: res.ArgsDigest, Args: map[string]any(res.Args)},
+			&pending{Trace: trace, Tool: in.Name, ActionID: res.ActionID, Digest: res.ArgsDigest, Reply: reply})
 	}
 }
 

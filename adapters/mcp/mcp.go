@@ -166,10 +166,10 @@ func (gv *governor) call(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Ca
 		}
 		// The client asks its user and calls again with the answer and
 		// the action id; the gate checks both (see decide).
-		return &sdk.CallToolResult{RequestState: res.ApprovalID, InputRequests: sdk.InputRequestMap{inputApproval: &sdk.ElicitParams{
+		return &sdk.CallToolResult{RequestState: res.ActionID, InputRequests: sdk.InputRequestMap{inputApproval: &sdk.ElicitParams{
 			Message:         fmt.Sprintf("Approve %s with %s (digest %s)?", req.Params.Name, shown, res.ArgsDigest),
 			RequestedSchema: approvalSchema(res.ArgsDigest),
-			Meta: sdk.Meta{MetaApproval: map[string]any{"tool": req.Params.Name, "action_id": res.ApprovalID,
+			Meta: sdk.Meta{MetaApproval: map[string]any{"tool": req.Params.Name, "action_id": res.ActionID,
 				"digest": res.ArgsDigest, "args": res.Args}},
 		}}}, nil
 	}

@@ -77,7 +77,7 @@ func (d *direct) CallTool(ctx context.Context, name string, args json.RawMessage
 		return adaptertest.Reply{}, errors.New(string(res.Code))
 	}
 	if res.Outcome == audit.OutcomePendingApproval {
-		dec := d.env.Decide(ctx, adaptertest.Approval{Tool: name, ActionID: res.ApprovalID, Digest: res.ArgsDigest, Args: res.Args})
+		dec := d.env.Decide(ctx, adaptertest.Approval{Tool: name, ActionID: res.ActionID, Digest: res.ArgsDigest, Args: res.Args})
 		if d.broken == "approves what it was not asked" {
 			dec = adaptertest.Decision{Approve: true, Digest: res.ArgsDigest}
 		}
@@ -86,9 +86,9 @@ func (d *direct) CallTool(ctx context.Context, name string, args json.RawMessage
 		if dec.Approve {
 			v = audit.Approved
 		}
-		ans := audit.Approval{TraceID: d.env.TraceID, ActionID: res.ApprovalID, Digest: dec.Digest, Decision: v, TTL: time.Minute}
+		ans := audit.Approval{TraceID: d.env.TraceID, ActionID: res.ActionID, Digest: dec.Digest, Decision: v, TTL: time.Minute}
 		if _, err := a.Decide(ctx, ans); err == nil {
-			if res, err = g.Resume(ctx, d.env.TraceID, res.ApprovalID, args); err != nil {
+			if res, err = g.Resume(ctx, d.env.TraceID, res.ActionID, args); err != nil {
 				return adaptertest.Reply{}, err
 			}
 			if res.Code == toolgate.CodeEffectUnavailable && d.broken != "resumes without the tool" {

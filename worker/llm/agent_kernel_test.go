@@ -156,7 +156,7 @@ func (d *refundDesk) Call(ctx context.Context, c toolgate.Call) (toolgate.Result
 	}
 	res := toolgate.Result{Code: dec.Code, ActionID: dec.CommittedID, DecisionID: dec.ID}
 	if amount > approvalAbove {
-		res.Outcome, res.ApprovalID = audit.OutcomePendingApproval, dec.CommittedID
+		res.Outcome, res.ActionID = audit.OutcomePendingApproval, dec.CommittedID
 		return res, nil
 	}
 	d.mu.Lock()

@@ -29,8 +29,8 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/blackboardkernel/bk/adapters/adk"
-	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
