@@ -327,13 +327,13 @@ func codeCases() []codeCase {
 			cfg: kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", Once: &kernel.OnceKey{Fields: []string{"order_id"}}}}},
 			run: proposeAct("issue_refund", action("refund_due"))},
 		{name: "validator reports a violated rule", want: blackboard.CodeRuleViolated,
-			cfg: kernel.Config{Validators: []kernel.Validator{kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Verdict {
-				return kernel.Verdict{Code: blackboard.CodeRuleViolated, Rule: "r"}
+			cfg: kernel.Config{Validators: []kernel.Validator{kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Cause {
+				return kernel.Cause{Code: blackboard.CodeRuleViolated, Rule: "r"}
 			})}},
 			run: proposeBelief(nil, clean, belief(true, "charge"))},
 		{name: "validator cannot evaluate its rule", want: blackboard.CodeRuleError,
-			cfg: kernel.Config{Validators: []kernel.Validator{kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Verdict {
-				return kernel.Verdict{Code: blackboard.CodeRuleError, Detail: "no such field"}
+			cfg: kernel.Config{Validators: []kernel.Validator{kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Cause {
+				return kernel.Cause{Code: blackboard.CodeRuleError, Detail: "no such field"}
 			})}},
 			run: proposeBelief(nil, clean, belief(true, "charge"))},
 		{name: "empty kind", want: blackboard.CodeInvalidInput, sentinel: blackboard.ErrInvalidInput, run: func(f *fixture) (blackboard.Code, error) {

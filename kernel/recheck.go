@@ -141,7 +141,7 @@ func (k *Kernel) recheckAction(ctx context.Context, s *snapshot, a *blackboard.R
 				if err := ctx.Err(); err != nil {
 					return outcome{}, err // cut short: not decided
 				}
-				return outcome{code: vd.Code, rule: vd.Rule, detail: vd.Detail}, nil
+				return outcome{code: vd.Code, rule: vd.Rule, failed: vd.Record, detail: vd.Detail}, nil
 			}
 		}
 	}

@@ -8,19 +8,20 @@ import (
 
 // Validator is a custom check that runs after the kernel's built-in
 // validation has passed a proposal and before it is committed. It returns
-// the zero [Verdict] to let the proposal through, or a Verdict with a code
-// (and, if it likes, the rule's name and a detail) to reject it. Validators
+// the zero [Cause] to let the proposal through, or a Cause with a code
+// (and, if it likes, the record at fault, the rule's name and a detail) to
+// reject it. Validators
 // are called concurrently and must be safe for that; they must not call
 // back into the kernel.
 type Validator interface {
-	Validate(ctx context.Context, c Candidate) Verdict
+	Validate(ctx context.Context, c Candidate) Cause
 }
 
 // ValidatorFunc adapts a function to [Validator].
-type ValidatorFunc func(ctx context.Context, c Candidate) Verdict
+type ValidatorFunc func(ctx context.Context, c Candidate) Cause
 
 // Validate calls f.
-func (f ValidatorFunc) Validate(ctx context.Context, c Candidate) Verdict { return f(ctx, c) }
+func (f ValidatorFunc) Validate(ctx context.Context, c Candidate) Cause { return f(ctx, c) }
 
 // Candidate is a proposal that passed the built-in checks, with read access
 // to its trace as the kernel saw it when deciding. Its methods return data

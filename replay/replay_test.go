@@ -222,7 +222,7 @@ func TestDeterministic(t *testing.T) {
 // A policy with a validator that is code cannot be replayed from data,
 // and says so.
 func TestOpaqueValidatorNotReproducible(t *testing.T) {
-	sh := newShop(t, kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Verdict { return kernel.Verdict{} }))
+	sh := newShop(t, kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Cause { return kernel.Cause{} }))
 	sh.call(t, "o", "lookup", `{"account":"acc-1"}`)
 	_, err := replay.Trace(context.Background(), sh.s, "shop", "o")
 	var re *replay.Error

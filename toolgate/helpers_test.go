@@ -391,3 +391,8 @@ func (d *desk) job(actionID string) *job {
 	}
 	return j
 }
+
+// writeResult gathers Governor.Write's results.
+func writeResult(id string, appended []string, err error) (wrote, error) {
+	return wrote{ID: id, Appended: appended}, err
+}

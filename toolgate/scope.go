@@ -323,24 +323,24 @@ func (x *executor) scope(ctx context.Context, c Call, e *entry, args blackboard.
 type scopeValidator struct{ g *Gate }
 
 // Validate implements kernel.Validator.
-func (v scopeValidator) Validate(_ context.Context, c kernel.Candidate) kernel.Verdict {
+func (v scopeValidator) Validate(_ context.Context, c kernel.Candidate) kernel.Cause {
 	if c.Slot() != blackboard.Actions {
-		return kernel.Verdict{}
+		return kernel.Cause{}
 	}
 	e := v.g.byAction[c.Kind()]
 	if e == nil || len(e.Scope) == 0 {
-		return kernel.Verdict{}
+		return kernel.Cause{}
 	}
 	rec, ok := c.Committed(blackboard.Evidence, KindRequest)
 	var r Request
 	if ok {
 		if r, ok = requestOfRecord(rec); !ok {
-			return kernel.Verdict{Code: CodeOutOfScope, Rule: KindRequest,
+			return kernel.Cause{Code: CodeOutOfScope, Rule: KindRequest,
 				Detail: "the trace's latest request record " + rec.ID + " was not written by the gate"}
 		}
 	}
 	if d := e.scopeFailure(c.Payload(), r, ok); d != "" {
-		return kernel.Verdict{Code: CodeOutOfScope, Rule: KindRequest, Detail: d}
+		return kernel.Cause{Code: CodeOutOfScope, Rule: KindRequest, Detail: d}
 	}
-	return kernel.Verdict{}
+	return kernel.Cause{}
 }

@@ -33,7 +33,7 @@ func TestPolicySnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opaque := kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Verdict { return kernel.Verdict{} })
+	opaque := kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Cause { return kernel.Cause{} })
 	withValidators := func(su *setup) { su.cfg.Kernel.Validators = append(su.cfg.Kernel.Validators, rs, opaque) }
 	onStores(t, func(t *testing.T, d *desk) {
 		p := d.g.Policy()

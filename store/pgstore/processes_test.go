@@ -531,8 +531,8 @@ func (w *worker) execute(ctx context.Context, action blackboard.Record) {
 	// The executor claims keys and records decisions: the Governor's.
 	gov, writer := w.k.Governor(), "executor-"+w.id
 	trace, charge := action.Provenance.TraceID, action.Payload["charge_id"]
-	attempt, err := gov.Write(ctx, writer, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "refund_attempt",
-		Payload: blackboard.Payload{"action": action.ID, "worker": w.id}, OnceKeys: []string{"effect/" + action.ID}}, nil)
+	attempt, err := writeResult(gov.Write(ctx, writer, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "refund_attempt",
+		Payload: blackboard.Payload{"action": action.ID, "worker": w.id}, OnceKeys: []string{"effect/" + action.ID}}, nil))
 	if errors.Is(err, blackboard.ErrDuplicateKey) {
 		return // another process runs it
 	}
@@ -545,14 +545,14 @@ func (w *worker) execute(ctx context.Context, action blackboard.Record) {
 		w.fail("effect", err)
 		return
 	}
-	result, err := gov.Write(ctx, writer, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "refund_result",
+	result, err := writeResult(gov.Write(ctx, writer, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "refund_result",
 		Payload: blackboard.Payload{"action": action.ID, "refund_id": "re_" + action.ID}, InputRefs: []string{attempt.ID}},
 		func(rec blackboard.Record) ([]kernel.Follow, error) {
 			r := audit.ForRecord(rec, "issue_refund", audit.OutcomeExecuted, blackboard.CodeCommitted)
 			r.Context = blackboard.Payload{"worker": w.id}
 			f, err := r.Follow()
 			return []kernel.Follow{f}, err
-		})
+		}))
 	if err != nil {
 		w.fail("result", err)
 		return
@@ -1052,4 +1052,16 @@ func checkGated(ctx context.Context, t *testing.T, schema, ledger string, worker
 		t.Errorf("gated calls: %v, want some executed and some refused", outcomes)
 	}
 	t.Logf("gated calls %v, %d actions recovered, %d gated refunds committed, %d in the ledger", outcomes, recovered, len(actions), len(refunds))
+}
+
+// written is what a Governor.Write returned: the id of the record and
+// those of its follow records.
+type written struct {
+	ID       string
+	Appended []string
+}
+
+// writeResult gathers Governor.Write's results.
+func writeResult(id string, appended []string, err error) (written, error) {
+	return written{id, appended}, err
 }
