@@ -17,7 +17,10 @@ import (
 // auditor, the audit package). Records come back as copies. Safe for
 // concurrent use.
 type Reader interface {
-	// View returns the committed state and pending proposals of a trace.
+	// View returns the committed state and pending proposals of a trace
+	// and, if asked, the persistent records shared with every trace.
+	// Records whose TTL has run out are left out, as of now; a view never
+	// writes to the store. The payloads are copies the caller may keep.
 	View(ctx context.Context, traceID string, opts ViewOptions) (View, error)
 	// Get, Find, Trace and List read records; they return copies.
 	Get(ctx context.Context, id string) (blackboard.Record, error)
@@ -75,7 +78,7 @@ func (h *handle) Write(ctx context.Context, e Entry) (string, error) {
 // View returns the trace's committed payloads by slot and kind and its
 // pending proposals.
 func (h reads) View(ctx context.Context, traceID string, opts ViewOptions) (View, error) {
-	return h.k.View(ctx, traceID, opts)
+	return h.k.view(ctx, traceID, opts)
 }
 
 // Get returns a copy of the record with that id, or [blackboard.ErrNotFound] (also

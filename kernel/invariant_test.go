@@ -2405,7 +2405,7 @@ func TestCheckerCatchesNewRules(t *testing.T) {
 	before := doctor(func(r []blackboard.Record) {
 		r[21].Status, r[21].Reason = blackboard.StatusActive, blackboard.CodeCommitted
 	})[:22]
-	view, err := w.k.View(ctx, tr, kernel.ViewOptions{})
+	view, err := w.k.Reader().View(ctx, tr, kernel.ViewOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

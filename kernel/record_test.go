@@ -94,7 +94,7 @@ func TestPersistentConstraints(t *testing.T) {
 	for _, include := range []bool{false, true} {
 		v, err := f.planner.View(f.ctx, "fresh", kernel.ViewOptions{IncludePersistent: include})
 		if err != nil || v.Has(blackboard.Constraints, "block_conflicted_actions") != include {
-			t.Errorf("IncludePersistent=%v: kinds %v, err %v", include, v.Kinds(blackboard.Constraints), err)
+			t.Errorf("IncludePersistent=%v: kinds %v, err %v", include, v.Committed[blackboard.Constraints], err)
 		}
 	}
 }

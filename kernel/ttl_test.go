@@ -62,7 +62,7 @@ func TestExpireSweeps(t *testing.T) {
 	}
 	v, err := f.tool.View(f.ctx, tr, kernel.ViewOptions{})
 	if err != nil || v.Has(blackboard.Percepts, "a") || v.Has(blackboard.Percepts, "b") || !v.Has(blackboard.Percepts, "c") {
-		t.Errorf("view kinds %v, err %v", v.Kinds(blackboard.Percepts), err)
+		t.Errorf("view kinds %v, err %v", v.Committed[blackboard.Percepts], err)
 	}
 }
 

@@ -44,7 +44,7 @@ func ExampleWorker() {
 		return
 	}
 	view := func() kernel.View {
-		v, err := k.View(ctx, "ep", kernel.ViewOptions{})
+		v, err := k.Reader().View(ctx, "ep", kernel.ViewOptions{})
 		if err != nil {
 			panic(err)
 		}
@@ -82,7 +82,7 @@ func ExampleWorker() {
 		return
 	}
 	report()
-	p, _ := view().Get(blackboard.Predictions, "mild")
+	p, _ := view().Committed[blackboard.Predictions]["mild"]
 	fmt.Println("committed prediction:", p["expected_outcome"])
 
 	d, err := planner.Submit(ctx, kernel.Entry{TraceID: "ep", Slot: blackboard.Actions, Kind: "alert",

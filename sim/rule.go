@@ -211,7 +211,7 @@ func (r Rule) Match(v kernel.View) bool {
 		conds []Condition
 	}{{blackboard.Percepts, r.PerceptConditions}, {blackboard.Beliefs, r.BeliefConditions}} {
 		for _, c := range set.conds {
-			p, ok := v.Get(set.slot, c.Kind)
+			p, ok := v.Committed[set.slot][c.Kind]
 			if !ok || !c.Holds(p) {
 				return false
 			}

@@ -316,7 +316,7 @@ func (d *demo) read(ctx context.Context, ep int, res orchestrator.Summary) (row,
 		r.status = statusAlert
 	case v.Has(blackboard.Actions, actionReview):
 		r.status = statusReview
-		review, _ := v.Get(blackboard.Actions, actionReview)
+		review, _ := v.Committed[blackboard.Actions][actionReview]
 		r.reason, _ = review.String("reason")
 	}
 	r.constraints = slices.Sorted(maps.Keys(v.Committed[blackboard.Constraints]))

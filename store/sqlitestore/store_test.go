@@ -170,7 +170,7 @@ func TestStoreReopen(t *testing.T) {
 	if err != nil || d.Code != blackboard.BlockedCode("speed_limit") {
 		t.Errorf("action against the persistent constraint after reopening: %v, code %s, want %s", err, d.Code, blackboard.BlockedCode("speed_limit"))
 	}
-	v, err := k.View(ctx, "ep3", kernel.ViewOptions{IncludePersistent: true})
+	v, err := k.Reader().View(ctx, "ep3", kernel.ViewOptions{IncludePersistent: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestStoreReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := v.Get(blackboard.Constraints, "speed_limit"); !reflect.DeepEqual(got, want.Payload) {
+	if got, _ := v.Committed[blackboard.Constraints]["speed_limit"]; !reflect.DeepEqual(got, want.Payload) {
 		t.Errorf("a new trace's view after reopening shows constraint %v, want %v", got, want.Payload)
 	}
 }

@@ -26,8 +26,8 @@ var refundSchema = llm.Schema{
 	Plan:      "action_plan",
 	Action:    "issue_refund",
 	Fields: func(v kernel.View) blackboard.Payload {
-		charge, _ := v.Get(blackboard.Percepts, "charge")
-		refund, _ := v.Get(blackboard.Percepts, "refund")
+		charge, _ := v.Committed[blackboard.Percepts]["charge"]
+		refund, _ := v.Committed[blackboard.Percepts]["refund"]
 		return blackboard.Payload{
 			"charge_id":    charge["charge_id"],
 			"amount":       charge["amount"],
@@ -348,9 +348,9 @@ func TestGovernedPayloads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	belief, _ := v.Get(blackboard.Beliefs, "refund_due")
-	plan, _ := v.Get(blackboard.Plans, "action_plan")
-	action, _ := v.Get(blackboard.Actions, "issue_refund")
+	belief, _ := v.Committed[blackboard.Beliefs]["refund_due"]
+	plan, _ := v.Committed[blackboard.Plans]["action_plan"]
+	action, _ := v.Committed[blackboard.Actions]["issue_refund"]
 	if belief["value"] != true || fmt.Sprint(belief["depends_on"]) != "[charge]" {
 		t.Errorf("belief %v", belief)
 	}
