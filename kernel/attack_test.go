@@ -180,7 +180,7 @@ func TestAttackLateObservation(t *testing.T) {
 		want    blackboard.Code
 	}{
 		{blackboard.Payload{"stale": true}, nil, blackboard.CodeStaleEvidence},
-		{blackboard.Payload{"conflict": true}, kernel.Confidence(0.4), blackboard.CodeUnresolvedConflict},
+		{blackboard.Payload{"conflict": true}, new(0.4), blackboard.CodeUnresolvedConflict},
 		{blackboard.Payload{"low_confidence": true}, nil, blackboard.CodeLowConfidence},
 	} {
 		t.Run(string(late.want), func(t *testing.T) {

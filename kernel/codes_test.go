@@ -105,13 +105,13 @@ func codeCases() []codeCase {
 			f.clock.Advance(2 * time.Second)
 			return decided(f.propose(tr, blackboard.Beliefs, "refund_due", belief(true, "charge")))
 		}},
-		{name: "conflict below threshold", want: blackboard.CodeUnresolvedConflict, run: proposeBelief(kernel.Confidence(0.3), blackboard.Payload{"conflict": true}, belief(true, "charge"))},
+		{name: "conflict below threshold", want: blackboard.CodeUnresolvedConflict, run: proposeBelief(new(0.3), blackboard.Payload{"conflict": true}, belief(true, "charge"))},
 		{name: "conflict without confidence", want: blackboard.CodeUnresolvedConflict, run: proposeBelief(nil, blackboard.Payload{"conflict": true}, belief(true, "charge"))},
-		{name: "conflict at the threshold is arbitrated", want: blackboard.CodeCommitted, run: proposeBelief(kernel.Confidence(0.7), blackboard.Payload{"conflict": true}, belief(true, "charge"))},
-		{name: "confidence at the minimum", want: blackboard.CodeCommitted, run: proposeBelief(kernel.Confidence(0.5), clean, belief(true, "charge"))},
-		{name: "low confidence", want: blackboard.CodeLowConfidence, run: proposeBelief(kernel.Confidence(0.3), clean, belief(true, "charge"))},
+		{name: "conflict at the threshold is arbitrated", want: blackboard.CodeCommitted, run: proposeBelief(new(0.7), blackboard.Payload{"conflict": true}, belief(true, "charge"))},
+		{name: "confidence at the minimum", want: blackboard.CodeCommitted, run: proposeBelief(new(0.5), clean, belief(true, "charge"))},
+		{name: "low confidence", want: blackboard.CodeLowConfidence, run: proposeBelief(new(0.3), clean, belief(true, "charge"))},
 		{name: "arbitrated but below min confidence", want: blackboard.CodeLowConfidence, cfg: kernel.Config{MinConfidence: 0.9},
-			run: proposeBelief(kernel.Confidence(0.8), blackboard.Payload{"conflict": true}, belief(true, "charge"))},
+			run: proposeBelief(new(0.8), blackboard.Payload{"conflict": true}, belief(true, "charge"))},
 
 		{name: "malformed proposal", want: blackboard.CodeInvalidProposal, sentinel: kernel.ErrInvalidProposal, run: func(f *fixture) (blackboard.Code, error) {
 			f.mark()

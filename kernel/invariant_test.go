@@ -382,7 +382,7 @@ func (g *invGen) confidence() *float64 {
 	if oneIn(g.s, 3) {
 		return nil
 	}
-	return kernel.Confidence(pick(g.s, invConfs))
+	return new(pick(g.s, invConfs))
 }
 
 func (g *invGen) ttl() time.Duration {
@@ -2078,7 +2078,7 @@ func TestCheckerCatchesViolations(t *testing.T) {
 	// Records 1-2 percepts, 3 a bound constraint, 4 a disabled one, 5-7 a
 	// belief (proposal, artifact, belief), 8-9 a plan, 10-11 a refund, 12 a
 	// rejected action, 13 a percept that expires.
-	percept("charge", blackboard.Payload{"amount": 10}, kernel.Confidence(0.9), 0)
+	percept("charge", blackboard.Payload{"amount": 10}, new(0.9), 0)
 	percept("refund", blackboard.Payload{"is_duplicate": false}, nil, 0)
 	must(w.sym.CommitConstraint(ctx, tr, kernel.Constraint{Name: "no_duplicate", Enabled: true, BlocksField: "is_duplicate", BindPercept: "refund"}, 0))
 	must(w.sym.CommitConstraint(ctx, tr, kernel.Constraint{Name: "no_danger", BlocksField: "danger"}, 0))
@@ -2122,11 +2122,11 @@ func TestCheckerCatchesViolations(t *testing.T) {
 			return r
 		}, 0, "stale percept"},
 		{"unresolved conflict", func(r []blackboard.Record) []blackboard.Record {
-			r[0].Payload["conflict"], r[0].Provenance.Confidence = true, kernel.Confidence(0.6)
+			r[0].Payload["conflict"], r[0].Provenance.Confidence = true, new(0.6)
 			return r
 		}, 0, "unresolved conflict"},
 		{"low confidence", func(r []blackboard.Record) []blackboard.Record {
-			r[0].Provenance.Confidence = kernel.Confidence(0.4)
+			r[0].Provenance.Confidence = new(0.4)
 			return r
 		}, 0, "low-confidence"},
 		{"no dependencies", both(4, "depends_on", []any{}), 0, "without dependencies"},
@@ -2183,7 +2183,7 @@ func TestCheckerCatchesViolations(t *testing.T) {
 		}, 0, "unregistered action type Issue_Refund"},
 		{"payload overwritten", func(r []blackboard.Record) []blackboard.Record { r[0].Payload["amount"] = 11.0; return r }, 13, "overwritten"},
 		{"confidence overwritten", func(r []blackboard.Record) []blackboard.Record {
-			r[0].Provenance.Confidence = kernel.Confidence(0.95)
+			r[0].Provenance.Confidence = new(0.95)
 			return r
 		}, 13, "overwritten"},
 		{"evidence refs overwritten", func(r []blackboard.Record) []blackboard.Record { r[6].EvidenceRefs = []string{}; return r }, 13, "overwritten"},
@@ -2271,7 +2271,7 @@ func TestCheckerCatchesNewRules(t *testing.T) {
 	// 17-18 two refunds on one belief (the type is repeatable here); 19 a
 	// newer charge; 20-21 a plan; 22 a percept that has expired when 23, a
 	// refused action, is decided.
-	percept(tr, "charge", blackboard.Payload{"amount": 10.0}, kernel.Confidence(0.9), 0, 0)
+	percept(tr, "charge", blackboard.Payload{"amount": 10.0}, new(0.9), 0, 0)
 	percept(tr, "sensor", blackboard.Payload{}, nil, 0, 0)
 	percept(tr, "refund", blackboard.Payload{"is_duplicate": false}, nil, 0, 0)
 	must(w.sym.CommitConstraint(ctx, tr, kernel.Constraint{Name: "no_danger", Enabled: true, BlocksField: "danger", AppliesTo: []string{"notify"}}, 0))

@@ -81,7 +81,7 @@ func TestPersistentConstraints(t *testing.T) {
 		BlocksField: "uses_conflicted_data"}, blackboard.ScopePersistent); err != nil {
 		t.Fatal(err)
 	}
-	f.perceive(tr, "charge", blackboard.Payload{"conflict": true}, kernel.Confidence(0.9), 0)
+	f.perceive(tr, "charge", blackboard.Payload{"conflict": true}, new(0.9), 0)
 	f.mustPropose(tr, blackboard.Beliefs, "refund_due", belief(true, "charge"))
 	// The trace's own disabled constraint of the same name does not switch
 	// the persistent one off.

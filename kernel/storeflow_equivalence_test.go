@@ -317,7 +317,7 @@ func (s *script) run() transcript {
 		return kernel.Entry{TraceID: ep1, Slot: blackboard.Plans, Kind: "route",
 			Payload: blackboard.Payload{"steps": []any{map[string]any(with(scriptStep, "action", "move"))}}}
 	}
-	c := kernel.Confidence
+	c := func(v float64) *float64 { return new(v) }
 
 	s.write("percept door", tool, percept(ep1, "door", blackboard.Payload{"open": true, "door_blocked": false}, c(0.9), 0))
 	s.write("percept battery with TTL", tool, percept(ep1, "battery", blackboard.Payload{"level": 0.8}, c(0.95), time.Second))

@@ -136,7 +136,7 @@ func TestDerivedFlags(t *testing.T) {
 		setup            func(f *fixture)
 	}{
 		{"uses_conflicted_data", "block_conflicted_actions", func(f *fixture) {
-			f.perceive(tr, "charge", blackboard.Payload{"conflict": true}, kernel.Confidence(0.8), 0)
+			f.perceive(tr, "charge", blackboard.Payload{"conflict": true}, new(0.8), 0)
 			f.mustPropose(tr, blackboard.Beliefs, "refund_due", belief(true, "charge"))
 		}},
 		{"has_negative_prediction", "block_negative_predictions", func(f *fixture) {

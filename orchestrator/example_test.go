@@ -23,7 +23,7 @@ func (w thermometer) ShouldActivate(v kernel.View) bool {
 func (w thermometer) Step(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
 	traceID := sc.TraceID()
 	_, err := w.tool.Write(ctx, kernel.Entry{TraceID: traceID, Slot: blackboard.Percepts, Kind: "temperature",
-		Payload: blackboard.Payload{"value": 97.5, "unit": "C"}, Confidence: kernel.Confidence(0.9)})
+		Payload: blackboard.Payload{"value": 97.5, "unit": "C"}, Confidence: new(0.9)})
 	return err == nil, err
 }
 

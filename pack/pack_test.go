@@ -44,7 +44,7 @@ func desk(t testing.TB, clk *clock) *kernel.Kernel {
 	}
 	clk.t = clk.t.Add(time.Minute)
 	if _, err := tool.Write(ctx, kernel.Entry{TraceID: "t1", Slot: blackboard.Percepts, Kind: "customer",
-		Payload: blackboard.Payload{"tier": "gold", "conflict": true}, Confidence: kernel.Confidence(0.9)}); err != nil {
+		Payload: blackboard.Payload{"tier": "gold", "conflict": true}, Confidence: new(0.9)}); err != nil {
 		t.Fatal(err)
 	}
 	for _, b := range []struct{ kind, on string }{{"refund_eligible", "order"}, {"vip", "customer"}} {

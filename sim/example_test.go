@@ -59,7 +59,7 @@ func ExampleWorker() {
 	}
 
 	if _, err := k.Tool("sensor").Write(ctx, kernel.Entry{TraceID: "ep", Slot: blackboard.Percepts, Kind: "temperature",
-		Payload: blackboard.Payload{"value": 81, "unit": "C"}, Confidence: kernel.Confidence(0.73)}); err != nil {
+		Payload: blackboard.Payload{"value": 81, "unit": "C"}, Confidence: new(0.73)}); err != nil {
 		fmt.Println(err)
 		return
 	}

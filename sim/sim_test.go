@@ -230,7 +230,7 @@ func kernelWithPercept(t *testing.T, p blackboard.Payload, specs ...kernel.Actio
 	t.Cleanup(func() { _ = k.Close() })
 	ctx := context.Background()
 	if _, err := k.Tool("sensor").Write(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "temperature",
-		Payload: p, Confidence: kernel.Confidence(0.9)}); err != nil {
+		Payload: p, Confidence: new(0.9)}); err != nil {
 		t.Fatal(err)
 	}
 	v, err := k.Reader().View(ctx, "t", kernel.ViewOptions{})
@@ -244,10 +244,10 @@ func demoRules() []sim.Rule {
 	return []sim.Rule{
 		{Name: "hot", ActionType: "alert", ExpectedOutcome: 1.0, RequiresBeliefs: []string{"anomaly_detected"},
 			PerceptConditions: []sim.Condition{{Kind: "temperature", Field: "value", Op: sim.OpGt, Value: 90}},
-			Confidence:        kernel.Confidence(0.85)},
+			Confidence:        new(0.85)},
 		{Name: "mild", ActionType: "alert", ExpectedOutcome: -0.5, RequiresBeliefs: []string{"anomaly_detected"},
 			PerceptConditions: []sim.Condition{{Kind: "temperature", Field: "value", Op: sim.OpLte, Value: 90}},
-			Confidence:        kernel.Confidence(0.7)},
+			Confidence:        new(0.7)},
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/worker/llm"
 )
 
@@ -17,7 +16,7 @@ var refundSituation = llm.Situation{
 	Task:     "Decide whether to refund a disputed card charge.",
 	Kind:     "refund_due",
 	Requires: []string{"charge"},
-	Percepts: []llm.Fact{{Kind: "charge", Payload: blackboard.Payload{"charge_id": "ch_1", "amount": 10.5, "stale": true}, Confidence: kernel.Confidence(0.3)}},
+	Percepts: []llm.Fact{{Kind: "charge", Payload: blackboard.Payload{"charge_id": "ch_1", "amount": 10.5, "stale": true}, Confidence: new(0.3)}},
 }
 
 func planner(t *testing.T, c *llm.Client, opts ...llm.AdvisorOption) *llm.Advisor {

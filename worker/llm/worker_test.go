@@ -89,7 +89,7 @@ func setup(t *testing.T, k *kernel.Kernel, trace string, c condition) {
 		charge["low_confidence"] = c.lowConf
 	}
 	if c.lowConf {
-		conf = kernel.Confidence(0.3)
+		conf = new(0.3)
 	}
 	tool := k.Tool("payments")
 	for _, e := range []kernel.Entry{
