@@ -33,17 +33,10 @@ type Candidate struct {
 	beliefs []*blackboard.Record
 }
 
-// Proposal returns a copy of the proposal being decided.
-func (c Candidate) Proposal() blackboard.Record { return c.proposal.Clone() }
-
-// Slot is the proposal's slot.
-func (c Candidate) Slot() blackboard.Slot { return c.proposal.Slot }
-
-// Kind is the proposal's kind.
-func (c Candidate) Kind() string { return c.proposal.Kind }
-
-// Payload returns the proposal's payload. It must not be modified.
-func (c Candidate) Payload() blackboard.Payload { return c.proposal.Payload }
+// Proposal returns the proposal being decided: its slot, kind, payload,
+// provenance and references. Its payload and reference lists are the
+// kernel's and must not be modified (Clone gives a copy).
+func (c Candidate) Proposal() blackboard.Record { return *c.proposal }
 
 // Committed returns a copy of the latest committed record of kind in slot
 // of the trace, if it is active.

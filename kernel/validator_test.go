@@ -13,10 +13,10 @@ import (
 const codeOverCap = blackboard.Code("REFUND_OVER_CAP")
 
 func refundCap(_ context.Context, c kernel.Candidate) kernel.Cause {
-	if c.Slot() != blackboard.Actions || c.Kind() != "issue_refund" {
+	if c.Proposal().Slot != blackboard.Actions || c.Proposal().Kind != "issue_refund" {
 		return kernel.Cause{}
 	}
-	amount, _ := c.Payload().Float("amount")
+	amount, _ := c.Proposal().Payload.Float("amount")
 	if _, approved := c.Committed(blackboard.Beliefs, "manager_approved"); amount > 100 && !approved {
 		return kernel.Cause{Code: codeOverCap, Rule: "refund_cap", Detail: "over 100 without approval"}
 	}
@@ -26,8 +26,8 @@ func refundCap(_ context.Context, c kernel.Candidate) kernel.Cause {
 func TestCustomValidator(t *testing.T) {
 	var seen []blackboard.Slot
 	record := kernel.ValidatorFunc(func(_ context.Context, c kernel.Candidate) kernel.Cause {
-		seen = append(seen, c.Slot())
-		if p := c.Proposal(); p.Mode != blackboard.ModePropose || p.Kind != c.Kind() {
+		seen = append(seen, c.Proposal().Slot)
+		if p := c.Proposal(); p.Mode != blackboard.ModePropose || p.Kind != c.Proposal().Kind {
 			t.Errorf("candidate proposal %+v", p)
 		}
 		return kernel.Cause{}

@@ -193,20 +193,20 @@ func (r *Rules) Names() []string { return append([]string(nil), r.names...) }
 // belief is checked against its kind's rules; a plan against the rules of
 // every belief it rests on; an action against those, then its type's rules.
 func (r *Rules) Validate(ctx context.Context, c kernel.Candidate) kernel.Cause {
-	switch c.Slot() {
+	switch c.Proposal().Slot {
 	case blackboard.Beliefs:
-		rs := r.beliefs[c.Kind()]
+		rs := r.beliefs[c.Proposal().Kind]
 		if len(rs) == 0 {
 			return kernel.Cause{}
 		}
-		in := &input{c: c, belief: c.Payload()}
-		if v := in.bounded(rs, rs[0].name, "belief "+c.Kind(), c.Payload()); v.Code != "" {
+		in := &input{c: c, belief: c.Proposal().Payload}
+		if v := in.bounded(rs, rs[0].name, "belief "+c.Proposal().Kind, c.Proposal().Payload); v.Code != "" {
 			return v
 		}
-		return in.check(ctx, rs, "belief "+c.Kind())
+		return in.check(ctx, rs, "belief "+c.Proposal().Kind)
 	case blackboard.Plans, blackboard.Actions:
-		acts := r.actions[c.Kind()]
-		if c.Slot() != blackboard.Actions {
+		acts := r.actions[c.Proposal().Kind]
+		if c.Proposal().Slot != blackboard.Actions {
 			acts = nil
 		}
 		if len(acts) == 0 && len(r.beliefs) == 0 {
@@ -232,9 +232,9 @@ func (r *Rules) Validate(ctx context.Context, c kernel.Candidate) kernel.Cause {
 		}
 		var own blackboard.Payload
 		if len(acts) > 0 {
-			own = c.Payload()
+			own = c.Proposal().Payload
 		}
-		if v := in.bounded(run, run[0].name, c.Slot().String()+" "+c.Kind(), own, checked...); v.Code != "" {
+		if v := in.bounded(run, run[0].name, c.Proposal().Slot.String()+" "+c.Proposal().Kind, own, checked...); v.Code != "" {
 			return v
 		}
 		if len(r.beliefs) > 0 {
@@ -252,8 +252,8 @@ func (r *Rules) Validate(ctx context.Context, c kernel.Candidate) kernel.Cause {
 			in.belief = nil
 		}
 		if len(acts) > 0 {
-			in.action = c.Payload()
-			return in.check(ctx, acts, "action "+c.Kind())
+			in.action = c.Proposal().Payload
+			return in.check(ctx, acts, "action "+c.Proposal().Kind)
 		}
 	}
 	return kernel.Cause{}

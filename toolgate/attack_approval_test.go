@@ -257,7 +257,7 @@ func TestAttackRecheckRefusalBesideARunningAttempt(t *testing.T) {
 		releaseEffect = make(chan struct{})
 	)
 	rule := kernel.ValidatorFunc(func(ctx context.Context, c kernel.Candidate) kernel.Cause {
-		if !armed.Load() || c.Slot() != blackboard.Actions {
+		if !armed.Load() || c.Proposal().Slot != blackboard.Actions {
 			return kernel.Cause{}
 		}
 		if calls.Add(1) == 1 { // B's recheck

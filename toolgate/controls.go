@@ -260,10 +260,10 @@ type controlsValidator struct{ g *Gate }
 
 // Validate implements kernel.Validator.
 func (v controlsValidator) Validate(_ context.Context, c kernel.Candidate) kernel.Cause {
-	if !controlsDecide() || c.Slot() != blackboard.Actions {
+	if !controlsDecide() || c.Proposal().Slot != blackboard.Actions {
 		return kernel.Cause{}
 	}
-	e := v.g.byAction[c.Kind()]
+	e := v.g.byAction[c.Proposal().Kind]
 	if e == nil {
 		return kernel.Cause{}
 	}

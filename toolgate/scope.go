@@ -324,10 +324,10 @@ type scopeValidator struct{ g *Gate }
 
 // Validate implements kernel.Validator.
 func (v scopeValidator) Validate(_ context.Context, c kernel.Candidate) kernel.Cause {
-	if c.Slot() != blackboard.Actions {
+	if c.Proposal().Slot != blackboard.Actions {
 		return kernel.Cause{}
 	}
-	e := v.g.byAction[c.Kind()]
+	e := v.g.byAction[c.Proposal().Kind]
 	if e == nil || len(e.Scope) == 0 {
 		return kernel.Cause{}
 	}
@@ -339,7 +339,7 @@ func (v scopeValidator) Validate(_ context.Context, c kernel.Candidate) kernel.C
 				Detail: "the trace's latest request record " + rec.ID + " was not written by the gate"}
 		}
 	}
-	if d := e.scopeFailure(c.Payload(), r, ok); d != "" {
+	if d := e.scopeFailure(c.Proposal().Payload, r, ok); d != "" {
 		return kernel.Cause{Code: CodeOutOfScope, Rule: KindRequest, Detail: d}
 	}
 	return kernel.Cause{}

@@ -21,7 +21,7 @@ const (
 // kind of the slot. Other proposals pass.
 func For(slot blackboard.Slot, kind string, v kernel.Validator) kernel.Validator {
 	return kernel.ValidatorFunc(func(ctx context.Context, c kernel.Candidate) kernel.Cause {
-		if c.Slot() != slot || (kind != "" && c.Kind() != kind) {
+		if c.Proposal().Slot != slot || (kind != "" && c.Proposal().Kind != kind) {
 			return kernel.Cause{}
 		}
 		return v.Validate(ctx, c)
@@ -37,7 +37,7 @@ func Max(field string, limit float64, code blackboard.Code) kernel.Validator {
 		code = CodeOverLimit
 	}
 	return kernel.ValidatorFunc(func(_ context.Context, c kernel.Candidate) kernel.Cause {
-		v, present := c.Payload()[field]
+		v, present := c.Proposal().Payload[field]
 		if !present {
 			return kernel.Cause{}
 		}
@@ -56,7 +56,7 @@ func Max(field string, limit float64, code blackboard.Code) kernel.Validator {
 // null there) with CodeMissingField.
 func Require(fields ...string) kernel.Validator {
 	return kernel.ValidatorFunc(func(_ context.Context, c kernel.Candidate) kernel.Cause {
-		p := c.Payload()
+		p := c.Proposal().Payload
 		for _, f := range fields {
 			if v, ok := p[f]; !ok || v == nil {
 				return kernel.Cause{Code: CodeMissingField, Rule: "require:" + f, Detail: fmt.Sprintf("field %q is missing", f)}
