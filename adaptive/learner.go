@@ -214,11 +214,11 @@ func failure(r *blackboard.Record) bool {
 
 // learnedFrom reads a persistent constraint record.
 func learnedFrom(r *blackboard.Record) Learned {
-	name, ok := r.Payload.String("name")
+	name, ok := r.Payload["name"].(string)
 	if !ok || name == "" {
 		name = r.Kind
 	}
-	code, _ := r.Payload.String(KeyLearnedFrom)
+	code, _ := r.Payload[KeyLearnedFrom].(string)
 	count, _ := r.Payload.Float(KeyTriggerCount)
 	return Learned{Name: name, Code: blackboard.Code(code), Count: int(count), RecordID: r.ID, TraceID: r.TraceID()}
 }

@@ -65,7 +65,7 @@ func (c *checker) requests(t *trace) ([]request, error) {
 			continue
 		}
 		q := request{rec: r, at: i}
-		q.principal, _ = r.Payload.String("principal")
+		q.principal, _ = r.Payload["principal"].(string)
 		if q.principal == "" {
 			q.bad = "it names no principal"
 		}
@@ -146,7 +146,7 @@ func (c *checker) scopeHeld(t *trace) error {
 		bad := func(format string, args ...any) {
 			c.report(ScopeHeld, t.id, act.ID, "action "+act.ID+" ("+act.Kind+"): "+fmt.Sprintf(format, args...))
 		}
-		h, _ := dec.Context.String("policy")
+		h, _ := dec.Context["policy"].(string)
 		hp := c.byHash[h]
 		if hp == nil {
 			bad("its decision %s names policy %q, which no recorded policy snapshot is", dec.RecordID, h)
@@ -161,7 +161,7 @@ func (c *checker) scopeHeld(t *trace) error {
 			bad("its policy %s has no tool of action type %q", h, act.Kind)
 			continue
 		}
-		reqID, named := dec.Context.String("request")
+		reqID, named := dec.Context["request"].(string)
 		principal, hasPrincipal := dec.Context["principal"]
 		if len(tp.Scope) == 0 && !named && !hasPrincipal {
 			continue

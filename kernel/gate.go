@@ -489,7 +489,7 @@ func (k *Kernel) decidePlan(s *snapshot, p *blackboard.Record) outcome {
 	var grounds []*blackboard.Record
 	for _, st := range steps {
 		step := blackboard.Payload(st.(map[string]any))
-		action, _ := step.String(keyAction)
+		action, _ := step[keyAction].(string)
 		var bbuf beliefBuf
 		g := k.newGate(s, action, list(step, keyRequiresBeliefs), step, &bbuf)
 		if code := g.grounded(true); code != "" {

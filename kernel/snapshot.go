@@ -624,14 +624,14 @@ func (c *constraint) appliesTo(action string, fallback bool) bool {
 
 func asConstraint(r *blackboard.Record) constraint {
 	c := constraint{rec: r, name: r.Kind, enabled: true}
-	if n, ok := r.Payload.String(keyName); ok && n != "" {
+	if n, ok := r.Payload[keyName].(string); ok && n != "" {
 		c.name = n
 	}
 	if e, ok := r.Payload[keyEnabled].(bool); ok {
 		c.enabled = e
 	}
-	c.field, _ = r.Payload.String(keyBlocksField)
-	c.bind, _ = r.Payload.String(keyBindPercept)
+	c.field, _ = r.Payload[keyBlocksField].(string)
+	c.bind, _ = r.Payload[keyBindPercept].(string)
 	c.types = list(r.Payload, keyAppliesTo)
 	return c
 }

@@ -278,7 +278,7 @@ func (v controlsValidator) Validate(_ context.Context, c kernel.Candidate) kerne
 	if p, _ := rec.Payload["prohibited"].([]any); slices.Contains(p, any(e.Name)) {
 		return kernel.Cause{Code: CodeToolProhibited, Rule: KindControls, Detail: "the trace's run controls prohibit " + quote(e.Name)}
 	}
-	if m, _ := rec.Payload.String("mode"); m == string(SafetyReadOnly) && e.effectful() {
+	if m, _ := rec.Payload["mode"].(string); m == string(SafetyReadOnly) && e.effectful() {
 		return kernel.Cause{Code: CodeReadOnlyMode, Rule: KindControls, Detail: "the trace is read-only and " + quote(e.Name) + " is effectful"}
 	}
 	return kernel.Cause{}

@@ -134,7 +134,7 @@ func requestOfRecord(rec blackboard.Record) (Request, bool) {
 	if rec.Slot != blackboard.Evidence || rec.Kind != KindRequest || rec.Provenance.Role != blackboard.RoleKernel {
 		return Request{}, false
 	}
-	p, ok := rec.Payload.String("principal")
+	p, ok := rec.Payload["principal"].(string)
 	if !ok || p == "" {
 		return Request{}, false
 	}

@@ -228,7 +228,7 @@ var (
 // [Policy] with that same hash (or it fails), so that what is read is
 // exactly what was in force.
 func PolicyOf(rec blackboard.Record) (Policy, string, error) {
-	h, _ := rec.Payload.String("hash")
+	h, _ := rec.Payload["hash"].(string)
 	if rec.Slot != blackboard.Evidence || rec.Kind != KindPolicy || rec.Provenance.Role != blackboard.RoleKernel {
 		return Policy{}, h, fmt.Errorf("%w: %s", ErrPolicyRecord, rec.ID)
 	}

@@ -305,7 +305,7 @@ func (d *demo) read(ctx context.Context, ep int, res orchestrator.Summary) (row,
 	r.belief = v.Has(blackboard.Beliefs, beliefAnomaly)
 	for _, kind := range slices.Sorted(maps.Keys(v.Committed[blackboard.Predictions])) {
 		pred := v.Committed[blackboard.Predictions][kind]
-		if t, _ := pred.String("action_type"); t == actionAlert {
+		if t, _ := pred["action_type"].(string); t == actionAlert {
 			if x, ok := pred.Float("expected_outcome"); ok {
 				r.prediction = &x
 			}
@@ -317,7 +317,7 @@ func (d *demo) read(ctx context.Context, ep int, res orchestrator.Summary) (row,
 	case v.Has(blackboard.Actions, actionReview):
 		r.status = statusReview
 		review, _ := v.Committed[blackboard.Actions][actionReview]
-		r.reason, _ = review.String("reason")
+		r.reason, _ = review["reason"].(string)
 	}
 	r.constraints = slices.Sorted(maps.Keys(v.Committed[blackboard.Constraints]))
 	for rec, err := range worker.Own(ctx, d.symbolic, res.TraceID) {
@@ -325,8 +325,8 @@ func (d *demo) read(ctx context.Context, ep int, res orchestrator.Summary) (row,
 			return r, err
 		}
 		if rec.Slot == blackboard.Constraints && rec.Scope == blackboard.ScopePersistent {
-			name, _ := rec.Payload.String("name")
-			code, _ := rec.Payload.String(adaptive.KeyLearnedFrom)
+			name, _ := rec.Payload["name"].(string)
+			code, _ := rec.Payload[adaptive.KeyLearnedFrom].(string)
 			n, _ := rec.Payload.Float(adaptive.KeyTriggerCount)
 			r.learned = append(r.learned, learnedNow{name: name, code: code, count: int(n)})
 		}

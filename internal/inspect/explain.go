@@ -136,7 +136,7 @@ func Explain(ctx context.Context, s store.Store, recordID string) (Explanation, 
 			ex.Verdict = "fallback"
 			if refused := x.replaced(target); refused != nil {
 				ex.Causes = x.causesOf(refused)
-			} else if reason, ok := target.Payload.String("reason"); ok && reason != "" {
+			} else if reason, ok := target.Payload["reason"].(string); ok && reason != "" {
 				ex.Causes = []kernel.Cause{{Code: blackboard.Code(reason)}}
 			}
 			if len(ex.Causes) > 0 {
@@ -419,12 +419,12 @@ func (x *explainer) replaced(r *blackboard.Record) *blackboard.Record {
 	if r.Slot != blackboard.Actions || !x.fallbacks[r.Kind] {
 		return nil
 	}
-	if id, ok := r.Payload.String("escalates"); ok {
+	if id, ok := r.Payload["escalates"].(string); ok {
 		if c := x.byID[id]; c != nil && c.Slot == blackboard.Actions {
 			return c
 		}
 	}
-	reason, ok := r.Payload.String("reason")
+	reason, ok := r.Payload["reason"].(string)
 	if !ok || reason == "" {
 		return nil
 	}

@@ -217,7 +217,7 @@ func (b *timelineBuilder) record(r *blackboard.Record) {
 	name := singular(r.Slot) + "." + r.Kind
 	switch {
 	case r.Slot == blackboard.Constraints && r.Mode == blackboard.ModeCommit:
-		cname, _ := r.Payload.String("name")
+		cname, _ := r.Payload["name"].(string)
 		b.add(stepObserve, EventConstraint, r, "", "constraint."+cmpOr(cname, r.Kind)+" committed", scopeDetail(r))
 	case r.Slot == blackboard.Percepts && isEffect(r):
 		b.effect(r)
@@ -365,7 +365,7 @@ func (b *timelineBuilder) commit(r *blackboard.Record, name string) {
 		b.add(stepBelief, EventCommit, r, r.Reason, name+" committed", "")
 	case blackboard.Actions:
 		detail := ""
-		if reason, ok := r.Payload.String("reason"); ok && b.fallbacks[r.Kind] {
+		if reason, ok := r.Payload["reason"].(string); ok && b.fallbacks[r.Kind] {
 			detail = "reason=" + reason
 		}
 		b.add(stepGate, EventCommit, r, r.Reason, name+" committed", detail)

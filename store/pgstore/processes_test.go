@@ -704,7 +704,7 @@ func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath strin
 	refunds := map[string][]string{} // charge -> committed refund actions
 	for _, r := range byID {
 		if r.Slot == blackboard.Actions && r.Kind == "issue_refund" && r.Mode == blackboard.ModeCommit {
-			charge, _ := r.Payload.String("charge_id")
+			charge, _ := r.Payload["charge_id"].(string)
 			refunds[charge] = append(refunds[charge], r.ID)
 		}
 	}
@@ -887,7 +887,7 @@ func checkGated(ctx context.Context, t *testing.T, schema, ledger string, worker
 		}
 		if r.Kind == gateTool && r.Mode == blackboard.ModeCommit {
 			actions[r.ID] = r
-			charge, _ := r.Payload.String("charge_id")
+			charge, _ := r.Payload["charge_id"].(string)
 			perCharge[charge] = append(perCharge[charge], r.ID)
 		}
 	}
@@ -933,7 +933,7 @@ func checkGated(ctx context.Context, t *testing.T, schema, ledger string, worker
 			t.Errorf("action %s, refused for good, is %v, not retired", id, a.Status)
 		}
 		delete(actions, id)
-		charge, _ := a.Payload.String("charge_id")
+		charge, _ := a.Payload["charge_id"].(string)
 		perCharge[charge] = slices.DeleteFunc(perCharge[charge], func(x string) bool { return x == id })
 		if len(perCharge[charge]) == 0 {
 			delete(perCharge, charge) // refused, so at most once rather than once
@@ -983,7 +983,7 @@ func checkGated(ctx context.Context, t *testing.T, schema, ledger string, worker
 			t.Errorf("the ledger refunded %s (key %s) for %s, not a committed gated action", r.Charge, r.Key, r.Action)
 			continue
 		}
-		if c, _ := a.Payload.String("charge_id"); c != r.Charge {
+		if c, _ := a.Payload["charge_id"].(string); c != r.Charge {
 			t.Errorf("the ledger refunded %s for %s, whose charge is %s", r.Charge, r.Action, c)
 		}
 		if r.Replays > 0 && attempts[r.Action] < 2 {
