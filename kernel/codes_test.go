@@ -144,7 +144,7 @@ func codeCases() []codeCase {
 		{name: "plan feasible", want: blackboard.CodePlanFeasible, run: proposePlan(with(step("issue_refund", "refund_due"), "is_duplicate", false))},
 		{name: "plan with a fallback step", want: blackboard.CodePlanFeasible, run: proposePlan(step(kernel.FallbackQueueForReview))},
 		{name: "plan missing belief", want: blackboard.CodePlanMissingBelief, run: proposePlan(with(step("issue_refund", "refund_due"), "is_duplicate", false), step("notify", "customer_notified"))},
-		{name: "plan step without the constraint's field fails closed", want: blackboard.PlanBlockedCode("no_duplicate_refund"), run: proposePlan(step("issue_refund", "refund_due"))},
+		{name: "plan step without the constraint's field fails closed", want: "PLAN_" + blackboard.BlockedCode("no_duplicate_refund"), run: proposePlan(step("issue_refund", "refund_due"))},
 		{name: "plan belief false", want: blackboard.CodePlanBeliefNotSatisfied, run: func(f *fixture) (blackboard.Code, error) {
 			falseBelief(f)
 			return decided(f.propose(tr, blackboard.Plans, "action_plan", plan(step("issue_refund", "refund_due"))))
@@ -153,7 +153,7 @@ func codeCases() []codeCase {
 		{name: "plan step below its spec", want: blackboard.CodePlanUngrounded, cfg: kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", MinBeliefs: []string{"refund_due", "charge_verified"}}}},
 			run: proposePlan(step("issue_refund", "refund_due"))},
 		{name: "plan step of unknown type", want: blackboard.CodeUnknownActionType, cfg: strict, run: proposePlan(step("Issue_Refund", "refund_due"))},
-		{name: "plan blocked by constraint", want: blackboard.PlanBlockedCode("no_duplicate_refund"),
+		{name: "plan blocked by constraint", want: "PLAN_" + blackboard.BlockedCode("no_duplicate_refund"),
 			run: proposePlan(with(step("issue_refund", "refund_due"), "is_duplicate", true))},
 
 		{name: "action committed", want: blackboard.CodeCommitted, run: proposeAct("issue_refund", action("refund_due"))},

@@ -64,7 +64,7 @@
 //     safe fallback (PLAN_UNGROUNDED_ACTION); its beliefs are committed
 //     (PLAN_MISSING_BELIEF) and true (PLAN_BELIEF_NOT_SATISFIED); their
 //     evidence is still current (the evidence codes); no constraint that
-//     applies blocks it ([blackboard.PlanBlockedCode]).
+//     applies blocks it ("PLAN_" + [blackboard.BlockedCode]).
 //   - Actions (gating): the same grounding, belief and evidence checks
 //     (UNGROUNDED_ACTION, NO_COMMITTED_BELIEF, BELIEF_NOT_SATISFIED, the
 //     evidence codes), no observation it rests on used up by an earlier

@@ -165,7 +165,6 @@ func (k *Kernel) Close() error {
 	return nil
 }
 
-
 // Entry is what a handle asks the kernel to write.
 type Entry struct {
 	TraceID string

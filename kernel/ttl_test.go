@@ -156,7 +156,7 @@ func TestDerivedFlags(t *testing.T) {
 		}{
 			{"unconstrained action commits", false, blackboard.Actions, action("refund_due"), blackboard.CodeCommitted, true},
 			{"action blocked", true, blackboard.Actions, action("refund_due"), blackboard.BlockedCode(tc.constraint), false},
-			{"plan blocked", true, blackboard.Plans, plan(step("issue_refund", "refund_due")), blackboard.PlanBlockedCode(tc.constraint), false},
+			{"plan blocked", true, blackboard.Plans, plan(step("issue_refund", "refund_due")), "PLAN_" + blackboard.BlockedCode(tc.constraint), false},
 			{"action clears flag", false, blackboard.Actions, with(action("refund_due"), tc.flag, false), blackboard.CodeFieldMismatch, false},
 			{"plan clears flag", true, blackboard.Plans, plan(with(step("issue_refund", "refund_due"), tc.flag, false)), blackboard.CodeFieldMismatch, false},
 		} {

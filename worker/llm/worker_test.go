@@ -171,7 +171,7 @@ func proposer(c condition) blackboard.Code {
 	case c.beliefCode() != blackboard.CodeCommitted:
 		return c.beliefCode()
 	case c.duplicate:
-		return blackboard.PlanBlockedCode("no_duplicate_refund")
+		return "PLAN_" + blackboard.BlockedCode("no_duplicate_refund")
 	}
 	return ""
 }
@@ -236,7 +236,7 @@ var scenarios = []scenario{
 		script:  byStage(propose, `{"propose": true, "steps": [{"action": "issue_refund", "requires_beliefs": ["refund_due"]}]}`),
 		planner: []llm.AdvisorOption{llm.WithModelSteps()},
 		// A constraint that cannot read its field fails closed.
-		want: afterBelief(blackboard.PlanBlockedCode("no_duplicate_refund"))},
+		want: afterBelief("PLAN_" + blackboard.BlockedCode("no_duplicate_refund"))},
 	{name: "bypass: empty plan (ungoverned)", script: byStage(propose, `{"propose": true, "steps": []}`),
 		planner: []llm.AdvisorOption{llm.WithModelSteps()}, want: afterBelief(blackboard.CodeInvalidProposal)},
 }
