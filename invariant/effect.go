@@ -1,6 +1,7 @@
 package invariant
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -103,7 +104,7 @@ func (c *checker) effectActionHeld(t *trace, r *blackboard.Record, i int, e audi
 	}
 	tp := c.policy(r.Namespace).tools[e.Tool]
 	if tp == nil {
-		return bad("no recorded policy of namespace %q has the tool", blackboard.NamespaceOf(r.Namespace))
+		return bad("no recorded policy of namespace %q has the tool", cmp.Or(r.Namespace, blackboard.DefaultNamespace))
 	}
 	if act.Kind != tp.Action {
 		return bad("the action is of type %q, the tool's is %q", act.Kind, tp.Action)

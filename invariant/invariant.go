@@ -1,6 +1,7 @@
 package invariant
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -139,7 +140,7 @@ func (c *checker) readPolicies(namespace, traceID string) error {
 			continue
 		}
 		c.notePolicy(h, &p)
-		ns := blackboard.NamespaceOf(r.Namespace)
+		ns := cmp.Or(r.Namespace, blackboard.DefaultNamespace)
 		np := c.policies[ns]
 		if np == nil {
 			np = &nsPolicy{tools: map[string]*toolgate.ToolPolicy{}, actions: map[string]*toolgate.ToolPolicy{},
@@ -169,7 +170,7 @@ func (c *checker) readPolicies(namespace, traceID string) error {
 // policy returns the policies of a record's namespace (empty when none
 // is recorded).
 func (c *checker) policy(ns string) *nsPolicy {
-	if p := c.policies[blackboard.NamespaceOf(ns)]; p != nil {
+	if p := c.policies[cmp.Or(ns, blackboard.DefaultNamespace)]; p != nil {
 		return p
 	}
 	return &nsPolicy{}

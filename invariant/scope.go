@@ -1,6 +1,7 @@
 package invariant
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -94,7 +95,7 @@ func (c *checker) requests(t *trace) ([]request, error) {
 	if len(out) == 0 {
 		return nil, nil
 	}
-	id, err := c.st.ClaimedBy(c.ctx, blackboard.NamespaceOf(out[0].rec.Namespace), requestKey(t.id))
+	id, err := c.st.ClaimedBy(c.ctx, cmp.Or(out[0].rec.Namespace, blackboard.DefaultNamespace), requestKey(t.id))
 	switch {
 	case errors.Is(err, blackboard.ErrNotFound):
 		id = ""

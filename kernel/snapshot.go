@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -367,7 +368,7 @@ func (s *snapshot) reserveIDs(slot blackboard.Slot, proposalID string) {
 // appendRecordID appends [store.RecordID] of slot (a valid one),
 // namespace, traceID and n to b.
 func appendRecordID(b []byte, slot blackboard.Slot, namespace, traceID string, n int) []byte {
-	if blackboard.NamespaceOf(namespace) != blackboard.DefaultNamespace {
+	if cmp.Or(namespace, blackboard.DefaultNamespace) != blackboard.DefaultNamespace {
 		return append(b, store.RecordID(slot, namespace, traceID, n)...)
 	}
 	b = append(append(append(b, slot.String()...), ':'), traceID...)

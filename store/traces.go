@@ -52,7 +52,7 @@ func ListTraces(ctx context.Context, s Store, namespace string) iter.Seq2[TraceS
 					yield(TraceSummary{}, err)
 					return
 				}
-				k := key{blackboard.NamespaceOf(r.Namespace), r.TraceID()}
+				k := key{cmp.Or(r.Namespace, blackboard.DefaultNamespace), r.TraceID()}
 				t := byID[k]
 				if t == nil {
 					t = &TraceSummary{TraceID: r.TraceID(), Namespace: k.namespace, FirstMS: r.Provenance.TimestampMS, LastMS: r.Provenance.TimestampMS}

@@ -32,7 +32,7 @@ const policyTracePrefix = "bk.policy."
 // each record their own. Trace ids beginning "bk.policy." are reserved
 // for them.
 func PolicyTrace(namespace string) string {
-	return policyTracePrefix + blackboard.NamespaceOf(namespace)
+	return policyTracePrefix + cmp.Or(namespace, blackboard.DefaultNamespace)
 }
 
 // IsPolicyTrace reports whether traceID is a namespace's [PolicyTrace],

@@ -1,6 +1,7 @@
 package toolgate
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -225,7 +226,7 @@ func TestPolicyPerNamespace(t *testing.T) {
 			t.Fatalf("gate of namespace %q: %v", ns, err)
 		}
 		rec, err := g.Kernel().Reader().Get(ctx, g.policyID)
-		if err != nil || rec.TraceID() != PolicyTrace(ns) || !IsPolicyTrace(rec.TraceID()) || rec.Namespace != blackboard.NamespaceOf(ns) {
+		if err != nil || rec.TraceID() != PolicyTrace(ns) || !IsPolicyTrace(rec.TraceID()) || rec.Namespace != cmp.Or(ns, blackboard.DefaultNamespace) {
 			t.Errorf("namespace %q: policy record %+v %v, want in %s", ns, rec, err, PolicyTrace(ns))
 		}
 		g.Close()

@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -93,7 +94,7 @@ func Explain(ctx context.Context, s store.Store, recordID string) (Explanation, 
 	if err != nil {
 		return Explanation{}, err
 	}
-	recs, err := readTrace(ctx, s, blackboard.NamespaceOf(r.Namespace), r.TraceID())
+	recs, err := readTrace(ctx, s, cmp.Or(r.Namespace, blackboard.DefaultNamespace), r.TraceID())
 	if err != nil {
 		return Explanation{}, err
 	}

@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -125,7 +126,7 @@ func Timeline(ctx context.Context, s store.Store, namespace, traceID string) (Ti
 	if len(recs) == 0 {
 		return TimelineReport{}, fmt.Errorf("inspect: timeline: no trace %q: %w", traceID, blackboard.ErrNotFound)
 	}
-	b := timelineBuilder{t: TimelineReport{TraceID: traceID, Namespace: blackboard.NamespaceOf(recs[0].Namespace), Records: len(recs)}, byID: indexRecords(recs), prev: -1, fallbacks: fallbackTypes(recs)}
+	b := timelineBuilder{t: TimelineReport{TraceID: traceID, Namespace: cmp.Or(recs[0].Namespace, blackboard.DefaultNamespace), Records: len(recs)}, byID: indexRecords(recs), prev: -1, fallbacks: fallbackTypes(recs)}
 	var expiries []*blackboard.Record
 	for i := range recs {
 		r := &recs[i]
