@@ -160,10 +160,10 @@ func New(ctx context.Context, h *kernel.Symbolic, opts ...Option) (*Learner, err
 				return nil, fmt.Errorf("adaptive: reading %s: %w", slot, err)
 			}
 			if failure(&r) {
-				t := l.perTrace[r.TraceID()]
+				t := l.perTrace[r.Provenance.TraceID]
 				if t == nil {
 					t = make(map[blackboard.Code]int, 1)
-					l.perTrace[r.TraceID()] = t
+					l.perTrace[r.Provenance.TraceID] = t
 				}
 				t[r.Reason]++
 				l.counts[r.Reason]++
@@ -220,7 +220,7 @@ func learnedFrom(r *blackboard.Record) Learned {
 	}
 	code, _ := r.Payload[KeyLearnedFrom].(string)
 	count, _ := r.Payload.Float(KeyTriggerCount)
-	return Learned{Name: name, Code: blackboard.Code(code), Count: int(count), RecordID: r.ID, TraceID: r.TraceID()}
+	return Learned{Name: name, Code: blackboard.Code(code), Count: int(count), RecordID: r.ID, TraceID: r.Provenance.TraceID}
 }
 
 // hold records a constraint as present in the store. Callers hold l.mu or

@@ -74,7 +74,7 @@ func ApprovalOf(rec blackboard.Record) (a Approval, ok bool) {
 	}
 	str := func(key string) string { s, _ := rec.Payload[key].(string); return s }
 	return Approval{
-		ID: rec.ID, TraceID: rec.TraceID(), ActionID: str(keyActionID), Digest: str(keyDigest), Decision: Verdict(str(keyDecision)),
+		ID: rec.ID, TraceID: rec.Provenance.TraceID, ActionID: str(keyActionID), Digest: str(keyDigest), Decision: Verdict(str(keyDecision)),
 		Approver: str(keyApprover), Note: str(keyNote), TTL: time.Duration(rec.Provenance.TTLMS) * time.Millisecond,
 		TimeMS: rec.Provenance.TimestampMS,
 	}, true

@@ -96,7 +96,7 @@ func (c *checker) effectActionHeld(t *trace, r *blackboard.Record, i int, e audi
 	case !found:
 		return bad("no such record")
 	case at < 0:
-		return bad("the action is in trace %q", act.TraceID())
+		return bad("the action is in trace %q", act.Provenance.TraceID)
 	case !isCommittedAction(&act):
 		return bad("not an action the kernel committed (%s, %s, %s)", act.Slot, act.Mode, act.Provenance.Role)
 	case at > i:
@@ -142,7 +142,7 @@ func (c *checker) groundingHeld(t *trace, act *blackboard.Record, at int) error 
 		case !found:
 			bad("its %s %s does not exist", what, id)
 		case i < 0:
-			bad("its %s %s is in trace %q", what, id, r.TraceID())
+			bad("its %s %s is in trace %q", what, id, r.Provenance.TraceID)
 		case i > at:
 			bad("its %s %s was appended after it", what, id)
 		case r.Mode != blackboard.ModeCommit:

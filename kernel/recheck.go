@@ -23,7 +23,7 @@ func (k *Kernel) recheckCommitted(ctx context.Context, actionID string) (Decisio
 	if err != nil {
 		return Decision{}, err
 	}
-	snap, err := k.load(ctx, act.TraceID(), true)
+	snap, err := k.load(ctx, act.Provenance.TraceID, true)
 	if err != nil {
 		return Decision{}, err
 	}

@@ -137,7 +137,7 @@ func (k *Kernel) newView(ctx context.Context, traceID string, opts ViewOptions, 
 				if err != nil {
 					return View{}, err
 				}
-				if r.TraceID() != traceID && !r.ExpiredAt(nowMS) && k.sharedAcross(&r) {
+				if r.Provenance.TraceID != traceID && !r.ExpiredAt(nowMS) && k.sharedAcross(&r) {
 					v.put(&r)
 				}
 			}

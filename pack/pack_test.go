@@ -660,8 +660,8 @@ func TestRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Slot != blackboard.Evidence || rec.Kind != toolgate.KindCompiledContext || rec.Provenance.Role != blackboard.RoleKernel || rec.TraceID() != "t1" {
-		t.Errorf("record %s %s %s %s", rec.Slot, rec.Kind, rec.Provenance.Role, rec.TraceID())
+	if rec.Slot != blackboard.Evidence || rec.Kind != toolgate.KindCompiledContext || rec.Provenance.Role != blackboard.RoleKernel || rec.Provenance.TraceID != "t1" {
+		t.Errorf("record %s %s %s %s", rec.Slot, rec.Kind, rec.Provenance.Role, rec.Provenance.TraceID)
 	}
 	if rec.Payload["hash"] != p.Hash || rec.Payload["prompt"] != p.Prompt || rec.Payload["policy"] != "sha256:abc" ||
 		rec.Payload["encoding"] != pack.EncodingCL100K || rec.Payload["mode"] != string(toolgate.SafetyNormal) {

@@ -537,7 +537,7 @@ func (r *replayer) refs(ctx context.Context, of string, refs []string) []string 
 			out = append(out, m)
 			continue
 		}
-		if rec, err := r.src.Get(ctx, ref); err == nil && rec.TraceID() == r.trace {
+		if rec, err := r.src.Get(ctx, ref); err == nil && rec.Provenance.TraceID == r.trace {
 			if cur, err := r.k.Tool("replay").Find(ctx, r.trace, rec.Slot, rec.Kind); err == nil {
 				out = append(out, cur.ID)
 				continue

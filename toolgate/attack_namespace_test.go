@@ -104,8 +104,8 @@ func attackSameTraceTwoNamespaces(t *testing.T, s store.Store) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.Namespace != ns || r.TraceID() != "T1" {
-				t.Errorf("%s's trace T1 holds %s of namespace %q, trace %q", ns, r.ID, r.Namespace, r.TraceID())
+			if r.Namespace != ns || r.Provenance.TraceID != "T1" {
+				t.Errorf("%s's trace T1 holds %s of namespace %q, trace %q", ns, r.ID, r.Namespace, r.Provenance.TraceID)
 			}
 			if r.Slot == blackboard.Percepts && r.Kind == "order" {
 				if r.Payload["app"] != ns {

@@ -61,9 +61,9 @@ func (x *executor) execute(ctx context.Context, traceID, actionID string, args j
 	}
 	tool = e.Name
 	if sp != nil {
-		sp.SetAttributes(attribute.String(telemetry.AttrGenAIToolName, e.Name), attribute.String(telemetry.AttrTraceID, act.TraceID()))
+		sp.SetAttributes(attribute.String(telemetry.AttrGenAIToolName, e.Name), attribute.String(telemetry.AttrTraceID, act.Provenance.TraceID))
 	}
-	if traceID != "" && act.TraceID() != traceID {
+	if traceID != "" && act.Provenance.TraceID != traceID {
 		return Result{}, fmt.Errorf("%w: %s is not an action of trace %q", ErrUnknownAction, actionID, traceID)
 	}
 	return x.executeAction(ctx, e, act, gd, args, nil)

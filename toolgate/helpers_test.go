@@ -331,7 +331,7 @@ func (d *desk) records() []blackboard.Record {
 			if err != nil {
 				d.t.Fatal(err)
 			}
-			if IsPolicyTrace(r.TraceID()) {
+			if IsPolicyTrace(r.Provenance.TraceID) {
 				continue // written by New, not by a call
 			}
 			out = append(out, r)

@@ -230,7 +230,7 @@ func (x *executor) requestOf(ctx context.Context, traceID string) (Request, stri
 		return Request{}, "", false, err
 	}
 	r, ok := requestOfRecord(rec)
-	if !ok || rec.TraceID() != traceID {
+	if !ok || rec.Provenance.TraceID != traceID {
 		return Request{}, "", false, fmt.Errorf("%w: record %s holds the request key of trace %q and is no request of it", blackboard.ErrConflict, rec.ID, traceID)
 	}
 	return r, rec.ID, true, nil

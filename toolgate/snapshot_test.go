@@ -54,7 +54,7 @@ func TestPolicySnapshot(t *testing.T) {
 			t.Errorf("hash %q, Policy().Hash() %q", h, p.Hash())
 		}
 		recs := d.policyRecords()
-		if len(recs) != 1 || recs[0].TraceID() != PolicyTrace(d.g.Kernel().Namespace()) || recs[0].Provenance.Role != blackboard.RoleKernel || recs[0].Payload["hash"] != h {
+		if len(recs) != 1 || recs[0].Provenance.TraceID != PolicyTrace(d.g.Kernel().Namespace()) || recs[0].Provenance.Role != blackboard.RoleKernel || recs[0].Payload["hash"] != h {
 			t.Fatalf("policy records: %+v", recs)
 		}
 		if d.g.policyID != recs[0].ID {
@@ -226,7 +226,7 @@ func TestPolicyPerNamespace(t *testing.T) {
 			t.Fatalf("gate of namespace %q: %v", ns, err)
 		}
 		rec, err := g.Kernel().Reader().Get(ctx, g.policyID)
-		if err != nil || rec.TraceID() != PolicyTrace(ns) || !IsPolicyTrace(rec.TraceID()) || rec.Namespace != cmp.Or(ns, blackboard.DefaultNamespace) {
+		if err != nil || rec.Provenance.TraceID != PolicyTrace(ns) || !IsPolicyTrace(rec.Provenance.TraceID) || rec.Namespace != cmp.Or(ns, blackboard.DefaultNamespace) {
 			t.Errorf("namespace %q: policy record %+v %v, want in %s", ns, rec, err, PolicyTrace(ns))
 		}
 		g.Close()

@@ -94,7 +94,7 @@ func Explain(ctx context.Context, s store.Store, recordID string) (Explanation, 
 	if err != nil {
 		return Explanation{}, err
 	}
-	recs, err := readTrace(ctx, s, cmp.Or(r.Namespace, blackboard.DefaultNamespace), r.TraceID())
+	recs, err := readTrace(ctx, s, cmp.Or(r.Namespace, blackboard.DefaultNamespace), r.Provenance.TraceID)
 	if err != nil {
 		return Explanation{}, err
 	}
@@ -107,7 +107,7 @@ func Explain(ctx context.Context, s store.Store, recordID string) (Explanation, 
 		target = &r
 	}
 	target = x.subject(target)
-	ex := Explanation{Record: target.ID, TraceID: target.TraceID()}
+	ex := Explanation{Record: target.ID, TraceID: target.Provenance.TraceID}
 	ex.Tree = x.node(target, "", 0)
 	switch {
 	case isDecisionRecord(target):

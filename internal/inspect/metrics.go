@@ -218,7 +218,7 @@ func (x *metrics) trace(id string) *metricTrace {
 
 // add takes one record.
 func (x *metrics) add(r *blackboard.Record) {
-	traceID := r.TraceID()
+	traceID := r.Provenance.TraceID
 	t := x.trace(traceID)
 	if ts := r.Provenance.TimestampMS; !t.seen {
 		t.firstMS, t.lastMS, t.seen = ts, ts, true

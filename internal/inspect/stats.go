@@ -91,7 +91,7 @@ func Stats(ctx context.Context, s store.Store, namespace string) (StatsReport, e
 				name, _ := r.Payload["name"].(string)
 				blocks, _ := r.Payload["blocks_field"].(string)
 				rep.Constraints = append(rep.Constraints, LearnedConstraint{ID: r.ID, Name: name, Namespace: r.Namespace,
-					Writer: r.Provenance.Writer, TraceID: r.TraceID(), Blocks: blocks})
+					Writer: r.Provenance.Writer, TraceID: r.Provenance.TraceID, Blocks: blocks})
 			}
 		}
 		rep.Records = append(rep.Records, c)
