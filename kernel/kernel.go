@@ -467,9 +467,3 @@ func (k *Kernel) Spec(actionType string) (ActionSpec, bool) {
 
 // Namespace returns the namespace the kernel works in.
 func (k *Kernel) Namespace() string { return k.namespace }
-
-// Validators returns the validators of [Config.Validators], in the order
-// they run, so that governance code can describe the policy in force (a
-// tool gate's policy snapshot). The slice is the caller's; the validators
-// are the kernel's and are called concurrently.
-func (k *Kernel) Validators() []Validator { return slices.Clone(k.validators) }

@@ -79,23 +79,3 @@ func TestValidatorReturningOKCode(t *testing.T) {
 		}
 	}
 }
-
-// Validators returns the validators given, in order, as a slice of the
-// caller's own.
-func TestValidatorsListed(t *testing.T) {
-	a := kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Cause { return kernel.Cause{} })
-	b := kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Cause { return kernel.Cause{Code: codeOverCap} })
-	k, err := kernel.New(kernel.Config{Validators: []kernel.Validator{a, b}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer k.Close()
-	vs := k.Validators()
-	if len(vs) != 2 || vs[1].Validate(context.Background(), kernel.Candidate{}).Code != codeOverCap {
-		t.Fatalf("validators: %d", len(vs))
-	}
-	vs[0] = nil
-	if k.Validators()[0] == nil {
-		t.Error("the kernel's list changed through the returned slice")
-	}
-}
