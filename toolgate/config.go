@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -490,7 +491,10 @@ func New(ctx context.Context, cfg Config) (*Gate, error) {
 // telemetry.
 func (g *Gate) init(k *kernel.Kernel, c Config) error {
 	g.k, g.gov, g.planner, g.reader = k, k.Governor(), governedAs(k, GateWriter), k.Tool(GateWriter)
-	g.x = &executor{k: k, gov: g.gov, reader: g.reader, planner: g.planner, lease: g.lease, fallback: g.fallback, g: g}
+	g.x = &executor{k: k, gov: g.gov, reader: g.reader, planner: g.planner, lease: g.lease, fallback: g.fallback, g: g, log: c.Kernel.Logger}
+	if g.x.log == nil {
+		g.x.log = slog.New(slog.DiscardHandler)
+	}
 	for _, e := range g.order {
 		e.handle = governedAs(k, toolWriter(e.Name))
 		e.deriver = governedAs(k, DeriverWriter(e.Name))

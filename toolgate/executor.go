@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -43,6 +44,9 @@ type executor struct {
 	lease    time.Duration
 	fallback string
 	g        *Gate // the tools, contracts, intents, mask, budget, telemetry, policy hash
+	// log is the kernel's logger (Config.Kernel.Logger), or one that
+	// discards everything: the application configures one logger.
+	log *slog.Logger
 }
 
 func (x *executor) execute(ctx context.Context, traceID, actionID string, args json.RawMessage) (res Result, err error) {
