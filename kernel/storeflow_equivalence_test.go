@@ -344,8 +344,8 @@ func (s *script) run() transcript {
 		s.t.Errorf("script episode constraint: %v", err)
 	}
 	feasible := s.submit("plan feasible", blackboard.CodePlanFeasible, planner, plan(with(reqs("door_open"), "door_blocked", false)))
-	s.submit("plan scriptStep without the constraint's field", "PLAN_" + blackboard.BlockedCode("no_open_door"), planner, plan(reqs("door_open")))
-	s.submit("plan blocked", "PLAN_" + blackboard.BlockedCode("no_open_door"), planner, plan(with(reqs("door_open"), "door_blocked", true)))
+	s.submit("plan scriptStep without the constraint's field", "PLAN_"+blackboard.BlockedCode("no_open_door"), planner, plan(reqs("door_open")))
+	s.submit("plan blocked", "PLAN_"+blackboard.BlockedCode("no_open_door"), planner, plan(with(reqs("door_open"), "door_blocked", true)))
 	s.submit("plan missing belief", blackboard.CodePlanMissingBelief, planner, plan(reqs("bridge_down")))
 	s.submit("action committed", blackboard.CodeCommitted, planner, action(ep1, "move", with(reqs("door_open"), "door_blocked", false)))
 	s.submit("once-keyed action", blackboard.CodeCommitted, planner, action(ep1, "dock", with(reqs("door_open"), "door_blocked", false)))
