@@ -151,10 +151,10 @@ func New(ctx context.Context, h *kernel.Symbolic, opts ...Option) (*Learner, err
 				return nil, fmt.Errorf("adaptive: reading %s: %w", slot, err)
 			}
 			if failure(&r) {
-				t := l.perTrace[r.TraceID()]
+				t := l.perTrace[r.Provenance.TraceID]
 				if t == nil {
 					t = make(map[blackboard.Code]int, 1)
-					l.perTrace[r.TraceID()] = t
+					l.perTrace[r.Provenance.TraceID] = t
 				}
 				t[r.Reason]++
 				l.counts[r.Reason]++
@@ -205,13 +205,13 @@ func failure(r *blackboard.Record) bool {
 
 // learnedFrom reads a persistent constraint record.
 func learnedFrom(r *blackboard.Record) Lesson {
-	name, ok := r.Payload.String("name")
+	name, ok := r.Payload["name"].(string)
 	if !ok || name == "" {
 		name = r.Kind
 	}
-	field, _ := r.Payload.String("blocks_field")
+	field, _ := r.Payload["blocks_field"].(string)
 	enabled, _ := r.Payload["enabled"].(bool)
-	code, _ := r.Payload.String(keyLearnedFrom)
+	code, _ := r.Payload[keyLearnedFrom].(string)
 	count, _ := r.Payload.Float(keyTriggerCount)
 	return Lesson{Constraint: kernel.Constraint{Name: name, Enabled: enabled, BlocksField: field},
 		Code: blackboard.Code(code), Count: int(count), RecordID: r.ID}

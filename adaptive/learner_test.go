@@ -55,7 +55,7 @@ func percept(t *testing.T, k *kernel.Kernel, trace string, p blackboard.Payload,
 	t.Helper()
 	p["value"] = 95
 	if _, err := k.Tool("sensor").Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "temperature",
-		Payload: p, Confidence: kernel.Confidence(conf), TTL: ttl}); err != nil {
+		Payload: p, Confidence: new(conf), TTL: ttl}); err != nil {
 		t.Fatal(err)
 	}
 }

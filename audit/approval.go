@@ -75,9 +75,9 @@ func ApprovalOf(rec blackboard.Record) (a Approval, ok bool) {
 	if rec.Slot != blackboard.Evidence || rec.Kind != KindApproval || rec.Provenance.Role != blackboard.RoleApprover {
 		return Approval{}, false
 	}
-	str := func(key string) string { s, _ := rec.Payload.String(key); return s }
+	str := func(key string) string { s, _ := rec.Payload[key].(string); return s }
 	return Approval{
-		ID: rec.ID, TraceID: rec.TraceID(), ActionID: str(keyActionID), Digest: str(keyDigest), Decision: Verdict(str(keyDecision)),
+		ID: rec.ID, TraceID: rec.Provenance.TraceID, ActionID: str(keyActionID), Digest: str(keyDigest), Decision: Verdict(str(keyDecision)),
 		Approver: str(keyApprover), Note: str(keyNote), TTL: time.Duration(rec.Provenance.TTLMS) * time.Millisecond,
 		TimeMS: rec.Provenance.TimestampMS,
 	}, true

@@ -106,7 +106,7 @@ func ForDecision(traceID, kind string, d kernel.Decision, committed blackboard.R
 // whole chain; the evidence is what rec rests on.
 func ForRecord(rec blackboard.Record, kind string, outcome Outcome, code blackboard.Code) Entry {
 	return Entry{
-		ID: "decision:" + rec.ID, TraceID: rec.TraceID(), Subject: rec.ID, Kind: kind, Outcome: outcome, Code: code,
+		ID: "decision:" + rec.ID, TraceID: rec.Provenance.TraceID, Subject: rec.ID, Kind: kind, Outcome: outcome, Code: code,
 		EvidenceRefs: append([]string(nil), rec.Provenance.InputRefs...),
 	}
 }
@@ -153,7 +153,7 @@ func Append(ctx context.Context, g *kernel.Governor, r Entry) (Entry, error) {
 		return Entry{}, err
 	}
 	// What Of would decode, without decoding it.
-	r.Version, r.RecordID, r.TraceID, r.Namespace, r.TimeMS = Version, rec.ID, rec.TraceID(), rec.Namespace, rec.Provenance.TimestampMS
+	r.Version, r.RecordID, r.TraceID, r.Namespace, r.TimeMS = Version, rec.ID, rec.Provenance.TraceID, rec.Namespace, rec.Provenance.TimestampMS
 	if r.ID == "" {
 		r.ID = "decision:" + rec.ID
 	}
@@ -174,7 +174,7 @@ func Of(rec blackboard.Record) (r Entry, ok bool) {
 	if err != nil {
 		return Entry{}, false
 	}
-	r.RecordID, r.TraceID, r.Namespace, r.TimeMS = rec.ID, rec.TraceID(), rec.Namespace, rec.Provenance.TimestampMS
+	r.RecordID, r.TraceID, r.Namespace, r.TimeMS = rec.ID, rec.Provenance.TraceID, rec.Namespace, rec.Provenance.TimestampMS
 	if r.ID == "" {
 		r.ID = "decision:" + rec.ID
 	}

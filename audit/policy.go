@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,7 +21,7 @@ const policyTracePrefix = "bk.policy."
 // each record their own. Trace ids beginning "bk.policy." are reserved
 // for them.
 func PolicyTrace(namespace string) string {
-	return policyTracePrefix + blackboard.NamespaceOf(namespace)
+	return policyTracePrefix + cmp.Or(namespace, blackboard.DefaultNamespace)
 }
 
 // IsPolicyTrace reports whether traceID is a namespace's [PolicyTrace],
@@ -75,7 +76,7 @@ var (
 // still has the hash the record names (and, when tampered, the JSON it
 // holds).
 func PolicyOf(rec blackboard.Record) (Policy, error) {
-	h, _ := rec.Payload.String("hash")
+	h, _ := rec.Payload["hash"].(string)
 	if rec.Slot != blackboard.Evidence || rec.Kind != KindPolicy || rec.Provenance.Role != blackboard.RoleKernel {
 		return Policy{Hash: h}, fmt.Errorf("%w: %s", ErrPolicyRecord, rec.ID)
 	}

@@ -25,7 +25,7 @@ func RequestOf(rec blackboard.Record) (Request, bool) {
 	if rec.Slot != blackboard.Evidence || rec.Kind != KindRequest || rec.Provenance.Role != blackboard.RoleKernel {
 		return Request{}, false
 	}
-	p, ok := rec.Payload.String("principal")
+	p, ok := rec.Payload["principal"].(string)
 	if !ok || p == "" {
 		return Request{}, false
 	}

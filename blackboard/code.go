@@ -7,7 +7,7 @@ import "strings"
 type Code string
 
 // Codes the pipeline emits. Constraint-blocked codes are built from the
-// constraint's name with [PlanBlockedCode] and [BlockedCode].
+// constraint's name with [BlockedCode].
 const (
 	CodeCommitted = Code("COMMITTED") // a proposal or a direct write was committed
 
@@ -71,14 +71,9 @@ const (
 // PLAN_FEASIBLE).
 func (c Code) OK() bool { return c == CodeCommitted || c == CodePlanFeasible }
 
-// PlanBlockedCode is the code a plan step gets when the named constraint
-// blocks it: "PLAN_<NAME>_BLOCKED".
-func PlanBlockedCode(constraint string) Code {
-	return Code("PLAN_" + codeName(constraint) + "_BLOCKED")
-}
-
 // BlockedCode is the code an action gets when the named constraint blocks
-// it: "<NAME>_BLOCKED".
+// it: "<NAME>_BLOCKED". A plan step the constraint blocks gets it prefixed
+// with "PLAN_": "PLAN_<NAME>_BLOCKED".
 func BlockedCode(constraint string) Code {
 	return Code(codeName(constraint) + "_BLOCKED")
 }

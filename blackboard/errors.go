@@ -33,14 +33,6 @@ var (
 )
 
 // DefaultNamespace is the namespace of a record stored with an empty one,
-// and of a kernel without a namespace of its own.
+// and of a kernel without a namespace of its own: a record or claim
+// written with namespace ns is kept in cmp.Or(ns, DefaultNamespace).
 const DefaultNamespace = "default"
-
-// NamespaceOf returns the namespace a record or claim written with ns is
-// kept in: ns itself, or [DefaultNamespace] when ns is empty.
-func NamespaceOf(ns string) string {
-	if ns == "" {
-		return DefaultNamespace
-	}
-	return ns
-}

@@ -64,12 +64,6 @@ func (p Payload) Bool(key string) bool { return jsonval.Truthy(p[key]) }
 // Float returns p[key] as a float64 if it is a number.
 func (p Payload) Float(key string) (float64, bool) { return jsonval.Float(p[key]) }
 
-// String returns p[key] if it is a string.
-func (p Payload) String(key string) (string, bool) {
-	s, ok := p[key].(string)
-	return s, ok
-}
-
 // Strings returns p[key] as a list of strings. ok is false when the key is
 // present but is not a list of strings.
 func (p Payload) Strings(key string) (out []string, ok bool) {

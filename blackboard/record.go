@@ -291,9 +291,6 @@ type Record struct {
 	Namespace string `json:"namespace,omitempty"`
 }
 
-// TraceID returns the record's trace id.
-func (r Record) TraceID() string { return r.Provenance.TraceID }
-
 // Clone returns a deep copy of r that shares no mutable memory with it.
 func (r Record) Clone() Record {
 	r.Payload = r.Payload.Clone()

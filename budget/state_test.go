@@ -114,7 +114,7 @@ func TestMeasureEachPressure(t *testing.T) {
 		}, budget.State{Conflict: 0.5}, func(s budget.State) float64 { return s.Conflict }},
 		{"conflict: below a custom threshold", func() budget.Inputs {
 			return budget.Inputs{Budget: idle(), Now: t0, ConflictThreshold: 0.95, Trace: []blackboard.Record{
-				percept("charge", blackboard.Payload{"conflict": true}, kernel.Confidence(0.9))}}
+				percept("charge", blackboard.Payload{"conflict": true}, new(0.9))}}
 		}, budget.State{Conflict: 1}, func(s budget.State) float64 { return s.Conflict }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -145,7 +145,7 @@ func TestMeasureRelief(t *testing.T) {
 			proposal("refund_due", blackboard.StatusInvalidated, blackboard.CodeStaleEvidence), committedBelief("refund_due")}, t0},
 		{"an approval answered", []blackboard.Record{pendingApproval("actions:t:5", t0), approval("actions:t:5")}, t0.Add(29 * time.Minute)},
 		{"a wait inside the soft band", []blackboard.Record{pendingApproval("actions:t:5", t0)}, t0.Add(24 * time.Minute)},
-		{"a conflict arbitrated by confidence", []blackboard.Record{percept("charge", blackboard.Payload{"conflict": true}, kernel.Confidence(0.9))}, t0},
+		{"a conflict arbitrated by confidence", []blackboard.Record{percept("charge", blackboard.Payload{"conflict": true}, new(0.9))}, t0},
 		{"a conflict superseded by a clean observation", []blackboard.Record{
 			percept("charge", blackboard.Payload{"conflict": true}, nil), percept("charge", blackboard.Payload{}, nil)}, t0},
 		{"a conflicted observation that expired", []blackboard.Record{func() blackboard.Record {

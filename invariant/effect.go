@@ -1,6 +1,7 @@
 package invariant
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -95,7 +96,7 @@ func (c *checker) effectActionHeld(t *trace, r *blackboard.Record, i int, e audi
 	case !found:
 		return bad("no such record")
 	case at < 0:
-		return bad("the action is in trace %q", act.TraceID())
+		return bad("the action is in trace %q", act.Provenance.TraceID)
 	case !isCommittedAction(&act):
 		return bad("not an action the kernel committed (%s, %s, %s)", act.Slot, act.Mode, act.Provenance.Role)
 	case at > i:
@@ -103,7 +104,7 @@ func (c *checker) effectActionHeld(t *trace, r *blackboard.Record, i int, e audi
 	}
 	tp := c.policy(r.Namespace).tools[e.Tool]
 	if tp == nil {
-		return bad("no recorded policy of namespace %q has the tool", blackboard.NamespaceOf(r.Namespace))
+		return bad("no recorded policy of namespace %q has the tool", cmp.Or(r.Namespace, blackboard.DefaultNamespace))
 	}
 	if act.Kind != tp.Action {
 		return bad("the action is of type %q, the tool's is %q", act.Kind, tp.Action)
@@ -141,7 +142,7 @@ func (c *checker) groundingHeld(t *trace, act *blackboard.Record, at int) error 
 		case !found:
 			bad("its %s %s does not exist", what, id)
 		case i < 0:
-			bad("its %s %s is in trace %q", what, id, r.TraceID())
+			bad("its %s %s is in trace %q", what, id, r.Provenance.TraceID)
 		case i > at:
 			bad("its %s %s was appended after it", what, id)
 		case r.Mode != blackboard.ModeCommit:

@@ -191,7 +191,7 @@ func (d *desk) forge(recs ...blackboard.Record) []blackboard.Record {
 	d.t.Helper()
 	out := make([]blackboard.Record, 0, len(recs))
 	for _, r := range recs {
-		r.ID = d.next(r.TraceID(), r.Slot)
+		r.ID = d.next(r.Provenance.TraceID, r.Slot)
 		r.Provenance.TimestampMS = time.Now().UnixMilli()
 		if err := d.st.Apply(d.ctx, store.Batch{Appends: []blackboard.Record{r}}); err != nil {
 			d.t.Fatalf("forge %s: %v", r.ID, err)

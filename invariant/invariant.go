@@ -1,6 +1,7 @@
 package invariant
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -145,7 +146,7 @@ func (c *checker) readPolicies(namespace, traceID string) error {
 		}
 		h := ap.Hash
 		c.notePolicy(h, &p)
-		ns := blackboard.NamespaceOf(r.Namespace)
+		ns := cmp.Or(r.Namespace, blackboard.DefaultNamespace)
 		np := c.policies[ns]
 		if np == nil {
 			np = &nsPolicy{tools: map[string]*snapshot.Tool{}, actions: map[string]*snapshot.Tool{},
@@ -175,7 +176,7 @@ func (c *checker) readPolicies(namespace, traceID string) error {
 // policy returns the policies of a record's namespace (empty when none
 // is recorded).
 func (c *checker) policy(ns string) *nsPolicy {
-	if p := c.policies[blackboard.NamespaceOf(ns)]; p != nil {
+	if p := c.policies[cmp.Or(ns, blackboard.DefaultNamespace)]; p != nil {
 		return p
 	}
 	return &nsPolicy{}

@@ -1,6 +1,7 @@
 package invariant
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strconv"
@@ -55,7 +56,7 @@ func (c *checker) keyHolders(t *trace) error {
 		if !isCommittedAction(act) {
 			continue
 		}
-		ns := blackboard.NamespaceOf(act.Namespace)
+		ns := cmp.Or(act.Namespace, blackboard.DefaultNamespace)
 		tp := c.policy(ns).actions[act.Kind]
 		if tp == nil || tp.Once == nil {
 			continue

@@ -1,6 +1,7 @@
 package invariant
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -66,7 +67,7 @@ func (c *checker) requests(t *trace) ([]request, error) {
 			continue
 		}
 		q := request{rec: r, at: i}
-		q.principal, _ = r.Payload.String("principal")
+		q.principal, _ = r.Payload["principal"].(string)
 		if q.principal == "" {
 			q.bad = "it names no principal"
 		}
@@ -95,7 +96,7 @@ func (c *checker) requests(t *trace) ([]request, error) {
 	if len(out) == 0 {
 		return nil, nil
 	}
-	id, err := c.st.ClaimedBy(c.ctx, blackboard.NamespaceOf(out[0].rec.Namespace), requestKey(t.id))
+	id, err := c.st.ClaimedBy(c.ctx, cmp.Or(out[0].rec.Namespace, blackboard.DefaultNamespace), requestKey(t.id))
 	switch {
 	case errors.Is(err, blackboard.ErrNotFound):
 		id = ""
@@ -147,7 +148,7 @@ func (c *checker) scopeHeld(t *trace) error {
 		bad := func(format string, args ...any) {
 			c.report(scopeHeld, t.id, act.ID, "action "+act.ID+" ("+act.Kind+"): "+fmt.Sprintf(format, args...))
 		}
-		h, _ := dec.Context.String("policy")
+		h, _ := dec.Context["policy"].(string)
 		hp := c.byHash[h]
 		if hp == nil {
 			bad("its decision %s names policy %q, which no recorded policy snapshot is", dec.RecordID, h)
@@ -162,7 +163,7 @@ func (c *checker) scopeHeld(t *trace) error {
 			bad("its policy %s has no tool of action type %q", h, act.Kind)
 			continue
 		}
-		reqID, named := dec.Context.String("request")
+		reqID, named := dec.Context["request"].(string)
 		principal, hasPrincipal := dec.Context["principal"]
 		if len(tp.Scope) == 0 && !named && !hasPrincipal {
 			continue

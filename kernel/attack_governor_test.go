@@ -84,8 +84,8 @@ func TestAttackHandlesCannotClaimKeysOrWriteDecisionRecords(t *testing.T) {
 		}
 		// The Governor writes both.
 		gov := a.k.Governor()
-		if _, err := gov.Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "refund_result",
-			OnceKeys: []string{"toolgate/effect/x/result"}}, writeRecord("issue_refund", audit.OutcomeExecuted, "EFFECT_SUCCEEDED", nil)); err != nil {
+		if _, err := writeResult(gov.Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "refund_result",
+			OnceKeys: []string{"toolgate/effect/x/result"}}, writeRecord("issue_refund", audit.OutcomeExecuted, "EFFECT_SUCCEEDED", nil))); err != nil {
 			t.Errorf("Governor write: %v", err)
 		}
 		if d, err := gov.Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,

@@ -105,13 +105,13 @@ func codeCases() []codeCase {
 			f.clock.Advance(2 * time.Second)
 			return decided(f.propose(tr, blackboard.Beliefs, "refund_due", belief(true, "charge")))
 		}},
-		{name: "conflict below threshold", want: blackboard.CodeUnresolvedConflict, run: proposeBelief(kernel.Confidence(0.3), blackboard.Payload{"conflict": true}, belief(true, "charge"))},
+		{name: "conflict below threshold", want: blackboard.CodeUnresolvedConflict, run: proposeBelief(new(0.3), blackboard.Payload{"conflict": true}, belief(true, "charge"))},
 		{name: "conflict without confidence", want: blackboard.CodeUnresolvedConflict, run: proposeBelief(nil, blackboard.Payload{"conflict": true}, belief(true, "charge"))},
-		{name: "conflict at the threshold is arbitrated", want: blackboard.CodeCommitted, run: proposeBelief(kernel.Confidence(0.7), blackboard.Payload{"conflict": true}, belief(true, "charge"))},
-		{name: "confidence at the minimum", want: blackboard.CodeCommitted, run: proposeBelief(kernel.Confidence(0.5), clean, belief(true, "charge"))},
-		{name: "low confidence", want: blackboard.CodeLowConfidence, run: proposeBelief(kernel.Confidence(0.3), clean, belief(true, "charge"))},
+		{name: "conflict at the threshold is arbitrated", want: blackboard.CodeCommitted, run: proposeBelief(new(0.7), blackboard.Payload{"conflict": true}, belief(true, "charge"))},
+		{name: "confidence at the minimum", want: blackboard.CodeCommitted, run: proposeBelief(new(0.5), clean, belief(true, "charge"))},
+		{name: "low confidence", want: blackboard.CodeLowConfidence, run: proposeBelief(new(0.3), clean, belief(true, "charge"))},
 		{name: "arbitrated but below min confidence", want: blackboard.CodeLowConfidence, cfg: kernel.Config{MinConfidence: 0.9},
-			run: proposeBelief(kernel.Confidence(0.8), blackboard.Payload{"conflict": true}, belief(true, "charge"))},
+			run: proposeBelief(new(0.8), blackboard.Payload{"conflict": true}, belief(true, "charge"))},
 
 		{name: "malformed proposal", want: blackboard.CodeInvalidProposal, sentinel: kernel.ErrInvalidProposal, run: func(f *fixture) (blackboard.Code, error) {
 			f.mark()
@@ -144,7 +144,7 @@ func codeCases() []codeCase {
 		{name: "plan feasible", want: blackboard.CodePlanFeasible, run: proposePlan(with(step("issue_refund", "refund_due"), "is_duplicate", false))},
 		{name: "plan with a fallback step", want: blackboard.CodePlanFeasible, run: proposePlan(step(kernel.FallbackQueueForReview))},
 		{name: "plan missing belief", want: blackboard.CodePlanMissingBelief, run: proposePlan(with(step("issue_refund", "refund_due"), "is_duplicate", false), step("notify", "customer_notified"))},
-		{name: "plan step without the constraint's field fails closed", want: blackboard.PlanBlockedCode("no_duplicate_refund"), run: proposePlan(step("issue_refund", "refund_due"))},
+		{name: "plan step without the constraint's field fails closed", want: "PLAN_" + blackboard.BlockedCode("no_duplicate_refund"), run: proposePlan(step("issue_refund", "refund_due"))},
 		{name: "plan belief false", want: blackboard.CodePlanBeliefNotSatisfied, run: func(f *fixture) (blackboard.Code, error) {
 			falseBelief(f)
 			return decided(f.propose(tr, blackboard.Plans, "action_plan", plan(step("issue_refund", "refund_due"))))
@@ -153,7 +153,7 @@ func codeCases() []codeCase {
 		{name: "plan step below its spec", want: blackboard.CodePlanUngrounded, cfg: kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", MinBeliefs: []string{"refund_due", "charge_verified"}}}},
 			run: proposePlan(step("issue_refund", "refund_due"))},
 		{name: "plan step of unknown type", want: blackboard.CodeUnknownActionType, cfg: strict, run: proposePlan(step("Issue_Refund", "refund_due"))},
-		{name: "plan blocked by constraint", want: blackboard.PlanBlockedCode("no_duplicate_refund"),
+		{name: "plan blocked by constraint", want: "PLAN_" + blackboard.BlockedCode("no_duplicate_refund"),
 			run: proposePlan(with(step("issue_refund", "refund_due"), "is_duplicate", true))},
 
 		{name: "action committed", want: blackboard.CodeCommitted, run: proposeAct("issue_refund", action("refund_due"))},
@@ -327,13 +327,13 @@ func codeCases() []codeCase {
 			cfg: kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", Once: &kernel.OnceKey{Fields: []string{"order_id"}}}}},
 			run: proposeAct("issue_refund", action("refund_due"))},
 		{name: "validator reports a violated rule", want: blackboard.CodeRuleViolated,
-			cfg: kernel.Config{Validators: []kernel.Validator{kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Verdict {
-				return kernel.Verdict{Code: blackboard.CodeRuleViolated, Rule: "r"}
+			cfg: kernel.Config{Validators: []kernel.Validator{kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Cause {
+				return kernel.Cause{Code: blackboard.CodeRuleViolated, Rule: "r"}
 			})}},
 			run: proposeBelief(nil, clean, belief(true, "charge"))},
 		{name: "validator cannot evaluate its rule", want: blackboard.CodeRuleError,
-			cfg: kernel.Config{Validators: []kernel.Validator{kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Verdict {
-				return kernel.Verdict{Code: blackboard.CodeRuleError, Detail: "no such field"}
+			cfg: kernel.Config{Validators: []kernel.Validator{kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Cause {
+				return kernel.Cause{Code: blackboard.CodeRuleError, Detail: "no such field"}
 			})}},
 			run: proposeBelief(nil, clean, belief(true, "charge"))},
 		{name: "empty kind", want: blackboard.CodeInvalidInput, sentinel: blackboard.ErrInvalidInput, run: func(f *fixture) (blackboard.Code, error) {

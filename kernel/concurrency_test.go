@@ -68,8 +68,8 @@ func TestConcurrentTraces(t *testing.T) {
 	}
 	for id, trace := range ids {
 		r := f.get(id)
-		if r.TraceID() != trace || !strings.HasPrefix(id, r.Slot.String()+":"+trace+":") {
-			t.Errorf("record %s of trace %s has trace %s", id, trace, r.TraceID())
+		if r.Provenance.TraceID != trace || !strings.HasPrefix(id, r.Slot.String()+":"+trace+":") {
+			t.Errorf("record %s of trace %s has trace %s", id, trace, r.Provenance.TraceID)
 		}
 	}
 }

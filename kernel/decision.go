@@ -50,7 +50,10 @@ type Decision struct {
 	Causes []Cause `json:"causes,omitempty"`
 }
 
-// Cause is one link of a refusal's causal chain.
+// Cause is one link of a refusal's causal chain. It is also a
+// [Validator]'s answer: the zero Cause (or an OK code) lets the proposal
+// through; any other code rejects it, and Record (as [Decision.Failed]),
+// Rule and Detail join the [Decision].
 type Cause struct {
 	Code   blackboard.Code `json:"code"`
 	Record string          `json:"record,omitempty"` // the record the code is about
@@ -70,14 +73,5 @@ func (d Decision) RootCause() Cause {
 	return Cause{Code: d.Code, Record: d.Failed, Rule: d.Rule, Detail: d.Detail}
 }
 
-// Verdict is a [Validator]'s answer. The zero Verdict (or an OK code) lets
-// the proposal through; any other code rejects it, and Rule and Detail join
-// the [Decision].
-type Verdict struct {
-	Code   blackboard.Code
-	Rule   string
-	Detail string
-}
-
-// rejects reports whether v objects to the proposal.
-func (v Verdict) rejects() bool { return v.Code != "" && !v.Code.OK() }
+// rejects reports whether a validator's answer c objects to the proposal.
+func (c Cause) rejects() bool { return c.Code != "" && !c.Code.OK() }

@@ -37,12 +37,12 @@
 // The kernel decides and appends; what governance code records about a
 // call is its own. [Governor.Submit] and [Governor.Write] take a function
 // that, given the decision or the record, returns follow records appended
-// in the same atomic batch, and return their ids ([Decision.Appended],
-// [Written.Appended]), so no caller searches a trace for what it has just
-// written. Package audit encodes the gate's decision records and approvals
+// in the same atomic batch, and return their ids ([Decision.Appended], the
+// ids Governor.Write returns), so no caller searches a trace for what it
+// has just written. Package audit encodes the gate's decision records and approvals
 // this way and decodes them. The kernel hands back ids, not copies of
-// records ([Decision.CommittedID], the id [Handle.Write] returns,
-// [Written.ID]): a caller that needs a record reads it ([Reader.Get]).
+// records ([Decision.CommittedID], the id [Handle.Write] or
+// [Governor.Write] returns): a caller that needs a record reads it ([Reader.Get]).
 //
 // # The pipeline
 //
@@ -64,7 +64,7 @@
 //     safe fallback (PLAN_UNGROUNDED_ACTION); its beliefs are committed
 //     (PLAN_MISSING_BELIEF) and true (PLAN_BELIEF_NOT_SATISFIED); their
 //     evidence is still current (the evidence codes); no constraint that
-//     applies blocks it ([blackboard.PlanBlockedCode]).
+//     applies blocks it ("PLAN_" + [blackboard.BlockedCode]).
 //   - Actions (gating): the same grounding, belief and evidence checks
 //     (UNGROUNDED_ACTION, NO_COMMITTED_BELIEF, BELIEF_NOT_SATISFIED, the
 //     evidence codes), no observation it rests on used up by an earlier

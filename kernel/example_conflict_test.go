@@ -25,7 +25,7 @@ func Example_conflictArbitration() {
 	for _, conf := range []float64{0.8, 0.3} {
 		trace := fmt.Sprintf("conflict-%.1f", conf)
 		_, err := tool.Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "charge",
-			Payload: blackboard.Payload{"amount": 249.50, "conflict": true}, Confidence: kernel.Confidence(conf)})
+			Payload: blackboard.Payload{"amount": 249.50, "conflict": true}, Confidence: new(conf)})
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -7,7 +7,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 )
 
-// ViewFromState and ViewFromRecords are the two ways [Kernel.View] reads a
+// ViewFromState and ViewFromRecords are the two ways [Reader.View] reads a
 // trace, for the test that they agree (ok false: the state does not hold
 // the view).
 func (k *Kernel) ViewFromState(ctx context.Context, traceID string, opts ViewOptions) (v View, ok bool, err error) {

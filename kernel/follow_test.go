@@ -72,9 +72,9 @@ func TestDecisionRecords(t *testing.T) {
 		if err != nil || !ok.Committed() {
 			t.Fatalf("refund: %v %v", ok.Code, err)
 		}
-		res, err := gov.Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "refund_result",
+		res, err := writeResult(gov.Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "refund_result",
 			Payload: blackboard.Payload{"status": "succeeded"}, InputRefs: []string{ok.CommittedID}, OnceKeys: []string{"result/A1"}},
-			writeRecord("issue_refund", audit.OutcomeExecuted, "EFFECT_SUCCEEDED", withCall))
+			writeRecord("issue_refund", audit.OutcomeExecuted, "EFFECT_SUCCEEDED", withCall)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,8 +150,8 @@ func TestDecisionAbout(t *testing.T) {
 		if err != nil || !act.Committed() {
 			t.Fatalf("refund: %+v %v", act, err)
 		}
-		res, err := gov.Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "refund_result",
-			InputRefs: []string{act.CommittedID}}, writeRecord("issue_refund", audit.OutcomeExecuted, "EFFECT_SUCCEEDED", nil))
+		res, err := writeResult(gov.Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "refund_result",
+			InputRefs: []string{act.CommittedID}}, writeRecord("issue_refund", audit.OutcomeExecuted, "EFFECT_SUCCEEDED", nil)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -207,7 +207,7 @@ func TestFollowRecords(t *testing.T) {
 			return kernel.Follow{Role: role, Writer: writer, Entry: e}
 		}
 		ev := kernel.Entry{Slot: blackboard.Evidence, Kind: "note", Payload: blackboard.Payload{"n": 1.0}}
-		w, err := gov.Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "refund_result"},
+		w, err := writeResult(gov.Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "refund_result"},
 			func(rec blackboard.Record) ([]kernel.Follow, error) {
 				if rec.ID == "" {
 					t.Error("then got a record without its id")
@@ -217,7 +217,7 @@ func TestFollowRecords(t *testing.T) {
 				p := kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "receipt", OnceKeys: []string{"receipt/1"}}
 				return []kernel.Follow{note(blackboard.RoleKernel, "ignored", k), note(blackboard.RoleTool, "payments", p),
 					note(blackboard.RoleApprover, "human:alice", ev)}, nil
-			})
+			}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -273,7 +273,7 @@ func TestFollowRecords(t *testing.T) {
 				return []kernel.Follow{note(blackboard.RoleKernel, "", kernel.Entry{Slot: blackboard.Evidence, Kind: "n", Payload: blackboard.Payload{"f": func() {}}})}, nil
 			}, blackboard.ErrInvalidPayload},
 		} {
-			if _, err := gov.Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "refund_result"}, c.then); !errors.Is(err, c.want) {
+			if _, err := writeResult(gov.Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "refund_result"}, c.then)); !errors.Is(err, c.want) {
 				t.Errorf("%s: %v, want %v", c.what, err, c.want)
 			}
 		}
@@ -394,11 +394,11 @@ func TestFollowAfterARace(t *testing.T) {
 		t.Fatalf("submit: %+v %v after %d calls of then, want 2", d, err, calls)
 	}
 	s.raced, calls = false, 0
-	w, err := k.Governor().Write(ctx, "payments", kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "refund_result"},
+	w, err := writeResult(k.Governor().Write(ctx, "payments", kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "refund_result"},
 		func(rec blackboard.Record) ([]kernel.Follow, error) {
 			calls++
 			return writeRecord("issue_refund", audit.OutcomeExecuted, "EFFECT_SUCCEEDED", nil)(rec)
-		})
+		}))
 	if err != nil || calls != 2 || len(w.Appended) != 1 {
 		t.Fatalf("write: %+v %v after %d calls of then, want 2", w, err, calls)
 	}

@@ -489,7 +489,7 @@ func (k *Kernel) decidePlan(s *snapshot, p *blackboard.Record) outcome {
 	var grounds []*blackboard.Record
 	for _, st := range steps {
 		step := blackboard.Payload(st.(map[string]any))
-		action, _ := step.String(keyAction)
+		action, _ := step[keyAction].(string)
 		var bbuf beliefBuf
 		g := k.newGate(s, action, list(step, keyRequiresBeliefs), step, &bbuf)
 		if code := g.grounded(true); code != "" {
@@ -504,7 +504,7 @@ func (k *Kernel) decidePlan(s *snapshot, p *blackboard.Record) outcome {
 			return out
 		}
 		f[3] = negative(g.predictions())
-		if out := g.constrained(f, blackboard.PlanBlockedCode); out.code != "" {
+		if out := g.constrained(f, planBlockedCode); out.code != "" {
 			return out
 		}
 		for _, b := range g.beliefs {
@@ -690,4 +690,10 @@ func (k *Kernel) decidePrediction(s *snapshot, p *blackboard.Record) outcome {
 		inputs = append(inputs, b.ID)
 	}
 	return outcome{code: blackboard.CodeCommitted, record: s.commitRecord(p, 0, blackboard.CodeCommitted, p.Payload, inputs, nil, nil)}
+}
+
+// planBlockedCode is the code a plan step gets when the named constraint
+// blocks it: "PLAN_<NAME>_BLOCKED".
+func planBlockedCode(constraint string) blackboard.Code {
+	return "PLAN_" + blackboard.BlockedCode(constraint)
 }

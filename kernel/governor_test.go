@@ -13,7 +13,7 @@ import (
 func TestOnceKeysOnWrites(t *testing.T) {
 	attack(t, func(t *testing.T, a *arena) {
 		w := func(keys ...string) error {
-			res, err := a.k.Governor().Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "attempt", OnceKeys: keys}, nil)
+			res, err := writeResult(a.k.Governor().Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "attempt", OnceKeys: keys}, nil))
 			if err == nil && (res.ID == "" || res.Appended != nil) {
 				t.Errorf("a write without follow records returned %+v, want its record and nothing else", res)
 			}
@@ -120,12 +120,12 @@ func TestAttackGovernorSeesACopyOfTheCommitted(t *testing.T) {
 		}
 		// So does Write, with the record written.
 		var wrote blackboard.Record
-		w, err := a.k.Governor().Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "receipt",
+		w, err := writeResult(a.k.Governor().Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "receipt",
 			Payload: blackboard.Payload{"amount": 5.0, "lines": []any{"a"}}, InputRefs: []string{d.CommittedID}},
 			func(rec blackboard.Record) ([]kernel.Follow, error) {
 				wrote = rec
 				return nil, nil
-			})
+			}))
 		if err != nil || wrote.ID != w.ID {
 			t.Fatalf("write: %+v %v, then saw %s", w, err, wrote.ID)
 		}

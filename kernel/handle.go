@@ -17,7 +17,10 @@ import (
 // auditor, the audit package). Records come back as copies. Safe for
 // concurrent use.
 type Reader interface {
-	// View returns the committed state and pending proposals of a trace.
+	// View returns the committed state and pending proposals of a trace
+	// and, if asked, the persistent records shared with every trace.
+	// Records whose TTL has run out are left out, as of now; a view never
+	// writes to the store. The payloads are copies the caller may keep.
 	View(ctx context.Context, traceID string, opts ViewOptions) (View, error)
 	// Get, Find, Trace and List read records; they return copies.
 	Get(ctx context.Context, id string) (blackboard.Record, error)
@@ -75,7 +78,7 @@ func (h *handle) Write(ctx context.Context, e Entry) (string, error) {
 // View returns the trace's committed payloads by slot and kind and its
 // pending proposals.
 func (h reads) View(ctx context.Context, traceID string, opts ViewOptions) (View, error) {
-	return h.k.View(ctx, traceID, opts)
+	return h.k.view(ctx, traceID, opts)
 }
 
 // Get returns a copy of the record with that id, or [blackboard.ErrNotFound] (also
@@ -350,13 +353,10 @@ func (g *Governor) Submit(ctx context.Context, writer string, e Entry, then func
 	return g.k.submit(ctx, blackboard.RolePlanner, writer, e, true, then)
 }
 
-// Written is what a [Governor.Write] appended, in one batch: the ids of
-// the record and of the records that follow it, so that the caller never
-// searches the trace for what it has just written.
-type Written struct {
-	// ID is the id of the record written.
-	ID string
-	// Appended holds the ids of the follow records, in order.
+// written is what a write appended, in one batch: the id of the record
+// and those of the records that follow it.
+type written struct {
+	ID       string
 	Appended []string
 }
 
@@ -365,11 +365,14 @@ type Written struct {
 // same batch: then, when not nil, is called with a copy of the record (its
 // id set; the callback's to keep) before anything is written, and returns
 // the records to append after it, so that governance code holds no alias
-// of what the store keeps.
+// of what the store keeps. Write returns the id of the record written and
+// those of its follow records, in order, so that the caller never searches
+// the trace for what it has just written.
 // A key already claimed fails the write with [blackboard.ErrDuplicateKey] and stores
 // nothing; so does an error from then, which Write returns.
-func (g *Governor) Write(ctx context.Context, writer string, e Entry, then func(blackboard.Record) ([]Follow, error)) (Written, error) {
-	return g.k.write(ctx, blackboard.RoleTool, writer, e, true, then)
+func (g *Governor) Write(ctx context.Context, writer string, e Entry, then func(blackboard.Record) ([]Follow, error)) (id string, appended []string, err error) {
+	w, err := g.k.write(ctx, blackboard.RoleTool, writer, e, true, then)
+	return w.ID, w.Appended, err
 }
 
 // Append writes one record on its own, with the role f names (see

@@ -275,3 +275,15 @@ func mustGet(t testing.TB, r kernel.Reader, id string) blackboard.Record {
 	}
 	return rec
 }
+
+// written is what a Governor.Write returned: the id of the record and
+// those of its follow records.
+type written struct {
+	ID       string
+	Appended []string
+}
+
+// writeResult gathers Governor.Write's results.
+func writeResult(id string, appended []string, err error) (written, error) {
+	return written{id, appended}, err
+}

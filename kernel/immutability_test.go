@@ -95,7 +95,7 @@ func TestCallerCannotReachStoredState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pl, _ := again.Get(blackboard.Beliefs, "refund_due"); pl["value"] != true {
+	if pl, _ := again.Committed[blackboard.Beliefs]["refund_due"]; pl["value"] != true {
 		t.Errorf("view after mutation: %v", pl)
 	}
 	if d := f.mustPropose(tr, blackboard.Actions, "issue_refund", action("refund_due")); d.Code != blackboard.CodeCommitted {

@@ -382,7 +382,7 @@ func (g *invGen) confidence() *float64 {
 	if oneIn(g.s, 3) {
 		return nil
 	}
-	return kernel.Confidence(pick(g.s, invConfs))
+	return new(pick(g.s, invConfs))
 }
 
 func (g *invGen) ttl() time.Duration {
@@ -660,7 +660,7 @@ func (g *invGen) step() (trace string, added int, err error) {
 		// in is refused for permission.
 		r, gerr := w.store.Get(w.ctx, id)
 		own, has := table1[p.Role()][r.Slot]
-		mayDeny := gerr == nil && r.TraceID() == trace && r.Mode == blackboard.ModePropose && (!has || own != blackboard.ModePropose)
+		mayDeny := gerr == nil && r.Provenance.TraceID == trace && r.Mode == blackboard.ModePropose && (!has || own != blackboard.ModePropose)
 		return g.decided(trace, 0, d, err, mayDeny)
 	case 18: // a write outside authority (or inside it, by chance)
 		h := pick(s, w.handles())
@@ -971,8 +971,8 @@ func (c *invChecker) observeStep(trace string, recs []blackboard.Record, added i
 	twins := map[string]int{}
 	for i := range recs {
 		r := &recs[i]
-		if want := store.RecordID(r.Slot, ns, trace, i+1); r.ID != want || r.TraceID() != trace {
-			bad("record %d of trace %s is %q of trace %q, want id %q", i+1, trace, r.ID, r.TraceID(), want)
+		if want := store.RecordID(r.Slot, ns, trace, i+1); r.ID != want || r.Provenance.TraceID != trace {
+			bad("record %d of trace %s is %q of trace %q, want id %q", i+1, trace, r.ID, r.Provenance.TraceID, want)
 		}
 		if i >= len(old) {
 			if _, dup := c.first[r.ID]; dup {
@@ -1144,7 +1144,7 @@ func (c *invChecker) checkDecision(recs []blackboard.Record, p *blackboard.Recor
 		}
 		return errs
 	}
-	s := &invSnap{c: c, recs: recs, ts: now, limit: seen, ns: c.nsOf(p.TraceID())}
+	s := &invSnap{c: c, recs: recs, ts: now, limit: seen, ns: c.nsOf(p.Provenance.TraceID)}
 	if v := s.decide(p); v.code != d.Code || v.rule != d.Rule || v.failed != d.Failed {
 		errs = append(errs, fmt.Errorf("%s decided %s (rule %q, failed %q), the model decides %s (rule %q, failed %q): %s",
 			p.ID, d.Code, d.Rule, d.Failed, v.code, v.rule, v.failed, v.why))
@@ -1166,7 +1166,7 @@ func (c *invChecker) checkView(trace string, recs []blackboard.Record, v kernel.
 	if shared {
 		for i := range c.persist {
 			q := &c.persist[i]
-			if c.seq[q.ID] < seen && q.TraceID() != trace && invLive(q, now) && c.sharedWith(q, c.nsOf(trace)) {
+			if c.seq[q.ID] < seen && q.Provenance.TraceID != trace && invLive(q, now) && c.sharedWith(q, c.nsOf(trace)) {
 				put(q)
 			}
 		}
@@ -1220,24 +1220,24 @@ func (c *invChecker) verify(recs []blackboard.Record, i int) error {
 	if r.Mode == blackboard.ModeCommit && r.Status == blackboard.StatusActive && r.Reason != blackboard.CodeCommitted && r.Reason != blackboard.CodePlanFeasible {
 		return fmt.Errorf("committed with reason %s", r.Reason)
 	}
-	ns := c.nsOf(r.TraceID())
+	ns := c.nsOf(r.Provenance.TraceID)
 	for _, ref := range slices.Concat(r.Provenance.InputRefs, r.EvidenceRefs) {
 		f, ok := c.first[ref]
 		switch {
 		case !ok:
 			return fmt.Errorf("reference %q out of reach: no such record", ref)
-		case f.TraceID() == r.TraceID():
+		case f.Provenance.TraceID == r.Provenance.TraceID:
 			if c.seq[ref] >= c.seq[r.ID] {
 				return fmt.Errorf("reference %q out of reach: not written before", ref)
 			}
 		case !c.sharedWith(&f, ns):
 			return fmt.Errorf("reference %q out of reach: %s %s %s of trace %s in namespace %q is not shared with namespace %q",
-				ref, f.Scope, f.Mode, f.Slot, f.TraceID(), f.Namespace, ns)
+				ref, f.Scope, f.Mode, f.Slot, f.Provenance.TraceID, f.Namespace, ns)
 		}
 	}
 	if r.Slot == blackboard.Beliefs && r.Mode == blackboard.ModePropose {
 		for _, d := range invStrs(r.Payload["depends_on"]) {
-			if f, ok := c.first[d]; invIDShaped(d) && (!ok || f.Slot != blackboard.Percepts || f.TraceID() != r.TraceID()) {
+			if f, ok := c.first[d]; invIDShaped(d) && (!ok || f.Slot != blackboard.Percepts || f.Provenance.TraceID != r.Provenance.TraceID) {
 				return fmt.Errorf("depends on %q, not a percept of its trace", d)
 			}
 		}
@@ -2078,7 +2078,7 @@ func TestCheckerCatchesViolations(t *testing.T) {
 	// Records 1-2 percepts, 3 a bound constraint, 4 a disabled one, 5-7 a
 	// belief (proposal, artifact, belief), 8-9 a plan, 10-11 a refund, 12 a
 	// rejected action, 13 a percept that expires.
-	percept("charge", blackboard.Payload{"amount": 10}, kernel.Confidence(0.9), 0)
+	percept("charge", blackboard.Payload{"amount": 10}, new(0.9), 0)
 	percept("refund", blackboard.Payload{"is_duplicate": false}, nil, 0)
 	must(w.sym.CommitConstraint(ctx, tr, kernel.Constraint{Name: "no_duplicate", Enabled: true, BlocksField: "is_duplicate", BindPercept: "refund"}, 0))
 	must(w.sym.CommitConstraint(ctx, tr, kernel.Constraint{Name: "no_danger", BlocksField: "danger"}, 0))
@@ -2122,11 +2122,11 @@ func TestCheckerCatchesViolations(t *testing.T) {
 			return r
 		}, 0, "stale percept"},
 		{"unresolved conflict", func(r []blackboard.Record) []blackboard.Record {
-			r[0].Payload["conflict"], r[0].Provenance.Confidence = true, kernel.Confidence(0.6)
+			r[0].Payload["conflict"], r[0].Provenance.Confidence = true, new(0.6)
 			return r
 		}, 0, "unresolved conflict"},
 		{"low confidence", func(r []blackboard.Record) []blackboard.Record {
-			r[0].Provenance.Confidence = kernel.Confidence(0.4)
+			r[0].Provenance.Confidence = new(0.4)
 			return r
 		}, 0, "low-confidence"},
 		{"no dependencies", both(4, "depends_on", []any{}), 0, "without dependencies"},
@@ -2183,7 +2183,7 @@ func TestCheckerCatchesViolations(t *testing.T) {
 		}, 0, "unregistered action type Issue_Refund"},
 		{"payload overwritten", func(r []blackboard.Record) []blackboard.Record { r[0].Payload["amount"] = 11.0; return r }, 13, "overwritten"},
 		{"confidence overwritten", func(r []blackboard.Record) []blackboard.Record {
-			r[0].Provenance.Confidence = kernel.Confidence(0.95)
+			r[0].Provenance.Confidence = new(0.95)
 			return r
 		}, 13, "overwritten"},
 		{"evidence refs overwritten", func(r []blackboard.Record) []blackboard.Record { r[6].EvidenceRefs = []string{}; return r }, 13, "overwritten"},
@@ -2271,7 +2271,7 @@ func TestCheckerCatchesNewRules(t *testing.T) {
 	// 17-18 two refunds on one belief (the type is repeatable here); 19 a
 	// newer charge; 20-21 a plan; 22 a percept that has expired when 23, a
 	// refused action, is decided.
-	percept(tr, "charge", blackboard.Payload{"amount": 10.0}, kernel.Confidence(0.9), 0, 0)
+	percept(tr, "charge", blackboard.Payload{"amount": 10.0}, new(0.9), 0, 0)
 	percept(tr, "sensor", blackboard.Payload{}, nil, 0, 0)
 	percept(tr, "refund", blackboard.Payload{"is_duplicate": false}, nil, 0, 0)
 	must(w.sym.CommitConstraint(ctx, tr, kernel.Constraint{Name: "no_danger", Enabled: true, BlocksField: "danger", AppliesTo: []string{"notify"}}, 0))
@@ -2405,7 +2405,7 @@ func TestCheckerCatchesNewRules(t *testing.T) {
 	before := doctor(func(r []blackboard.Record) {
 		r[21].Status, r[21].Reason = blackboard.StatusActive, blackboard.CodeCommitted
 	})[:22]
-	view, err := w.k.View(ctx, tr, kernel.ViewOptions{})
+	view, err := w.k.Reader().View(ctx, tr, kernel.ViewOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -165,9 +165,6 @@ func (k *Kernel) Close() error {
 	return nil
 }
 
-// Confidence returns a pointer to v, for [Entry.Confidence].
-func Confidence(v float64) *float64 { return &v }
-
 // Entry is what a handle asks the kernel to write.
 type Entry struct {
 	TraceID string
@@ -180,7 +177,8 @@ type Entry struct {
 	// persistent scope.
 	InputRefs    []string
 	EvidenceRefs []string
-	// Confidence is optional; nil means the source gave none.
+	// Confidence is optional; nil means the source gave none. new(0.9)
+	// gives one.
 	Confidence *float64
 	// TTL is optional; zero means the record never expires.
 	TTL time.Duration
@@ -309,7 +307,7 @@ func (k *Kernel) checkEntry(role blackboard.Role, writer string, e *Entry) (blac
 	}
 	var conf *float64
 	if e.Confidence != nil {
-		conf = Confidence(*e.Confidence)
+		conf = new(*e.Confidence)
 	}
 	ttl := int64(0)
 	if e.TTL > 0 {
@@ -469,9 +467,3 @@ func (k *Kernel) Spec(actionType string) (ActionSpec, bool) {
 
 // Namespace returns the namespace the kernel works in.
 func (k *Kernel) Namespace() string { return k.namespace }
-
-// Validators returns the validators of [Config.Validators], in the order
-// they run, so that governance code can describe the policy in force (a
-// tool gate's policy snapshot). The slice is the caller's; the validators
-// are the kernel's and are called concurrently.
-func (k *Kernel) Validators() []Validator { return slices.Clone(k.validators) }

@@ -228,7 +228,7 @@ func (k *Kernel) retire(ctx context.Context, actionID string, reason blackboard.
 		if !mutRetireFence {
 			b.Claims = []store.Claim{{Key: fence, RecordID: actionID}}
 		}
-		snap, err := k.loadForWrite(ctx, act.TraceID(), false)
+		snap, err := k.loadForWrite(ctx, act.Provenance.TraceID, false)
 		if err != nil {
 			return err
 		}
@@ -293,7 +293,7 @@ func (k *Kernel) onceKeyOf(ctx context.Context, actionID string) (string, error)
 		sources = sources[:0]
 		// People and recovery ask this, not the decision path: it may
 		// read the whole trace.
-		recs, err := k.readTrace(ctx, rec.TraceID())
+		recs, err := k.readTrace(ctx, rec.Provenance.TraceID)
 		if err != nil {
 			return "", err
 		}

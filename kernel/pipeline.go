@@ -15,23 +15,23 @@ import (
 // write stores one record written by a handle; governed says the write
 // comes through the [Governor], which alone may claim once-keys and
 // append follow records (then).
-func (k *Kernel) write(ctx context.Context, role blackboard.Role, writer string, e Entry, governed bool, then func(blackboard.Record) ([]Follow, error)) (w Written, err error) {
+func (k *Kernel) write(ctx context.Context, role blackboard.Role, writer string, e Entry, governed bool, then func(blackboard.Record) ([]Follow, error)) (w written, err error) {
 	ctx, sp := k.span(ctx, "kernel.write", e.TraceID, e.Slot)
 	var reason blackboard.Code // the record's, once written
 	defer func() { endSpan(sp, reason, err) }()
 	if err := checkGoverned("write", e, governed); err != nil {
-		return Written{}, err
+		return written{}, err
 	}
 	if err := k.checkReserved("write", e.Slot, e.Kind, writer, governed); err != nil {
-		return Written{}, err
+		return written{}, err
 	}
 	rec, deps, err := k.prepare(role, writer, &e)
 	if err != nil {
-		return Written{}, err
+		return written{}, err
 	}
 	rec.Provenance.Span = spanRef(ctx)
 	if err := k.checkOnceKeys(role, e.OnceKeys, governed); err != nil {
-		return Written{}, err
+		return written{}, err
 	}
 	// The first attempt decides at the time the record was stamped with;
 	// a retry reads the clock again.
@@ -40,7 +40,7 @@ func (k *Kernel) write(ctx context.Context, role blackboard.Role, writer string,
 		w, done, err := k.writeOnce(ctx, &rec, deps, then, e.OnceKeys, at)
 		at = 0
 		if err != nil {
-			return Written{}, err
+			return written{}, err
 		}
 		if done {
 			reason = rec.Reason
@@ -50,7 +50,7 @@ func (k *Kernel) write(ctx context.Context, role blackboard.Role, writer string,
 			return w, nil
 		}
 	}
-	return Written{}, newErr("write", rec.ID, "", blackboard.ErrConflict, "no free record id after retries")
+	return written{}, newErr("write", rec.ID, "", blackboard.ErrConflict, "no free record id after retries")
 }
 
 // prepare validates an entry into the record to write (without its id)
@@ -153,14 +153,14 @@ func (k *Kernel) checkOnceKeys(role blackboard.Role, keys []string, governed boo
 // and appends rec under the next free id, with the records then returns
 // and the once-keys, and returns the ids of what it appended. done is false when a concurrent writer changed the trace
 // first.
-func (k *Kernel) writeOnce(ctx context.Context, rec *blackboard.Record, idDeps []string, then func(blackboard.Record) ([]Follow, error), keys []string, nowMS int64) (w Written, done bool, err error) {
+func (k *Kernel) writeOnce(ctx context.Context, rec *blackboard.Record, idDeps []string, then func(blackboard.Record) ([]Follow, error), keys []string, nowMS int64) (w written, done bool, err error) {
 	snap, err := k.loadForWriteAt(ctx, rec.Provenance.TraceID, false, nowMS)
 	if err != nil {
-		return Written{}, false, err
+		return written{}, false, err
 	}
 	defer snap.release()
 	if err := snap.checkRecordRefs(ctx, rec, idDeps); err != nil {
-		return Written{}, false, err
+		return written{}, false, err
 	}
 	n := snap.n
 	rec.ID = store.RecordID(rec.Slot, k.namespace, rec.Provenance.TraceID, n+1)
@@ -175,22 +175,22 @@ func (k *Kernel) writeOnce(ctx context.Context, rec *blackboard.Record, idDeps [
 		// A copy: the record is what the store keeps (see Governor.Write).
 		follows, err := then(rec.Clone())
 		if err != nil {
-			return Written{}, false, err
+			return written{}, false, err
 		}
 		if b, w.Appended, err = snap.follow(ctx, b, follows, n+2, rec.Provenance.TimestampMS, rec.Provenance.Span); err != nil {
-			return Written{}, false, err
+			return written{}, false, err
 		}
 	}
 	err = snap.apply(ctx, b)
 	if len(b.Claims) > 0 && errors.Is(err, blackboard.ErrDuplicateKey) {
 		// A claimed key stays claimed: trying again cannot help.
-		return Written{}, false, newErr("write", rec.ID, blackboard.CodeDuplicateAction, blackboard.ErrDuplicateKey, err.Error())
+		return written{}, false, newErr("write", rec.ID, blackboard.CodeDuplicateAction, blackboard.ErrDuplicateKey, err.Error())
 	}
 	if raced(err) {
-		return Written{}, false, nil
+		return written{}, false, nil
 	}
 	if err != nil {
-		return Written{}, false, err
+		return written{}, false, err
 	}
 	w.ID = rec.ID
 	return w, true, nil
@@ -494,7 +494,7 @@ func (k *Kernel) decide(ctx context.Context, s *snapshot, p *blackboard.Record) 
 					// A validator cut short by cancellation did not decide.
 					return outcome{}, err
 				}
-				return outcome{code: vd.Code, rule: vd.Rule, detail: vd.Detail}, nil
+				return outcome{code: vd.Code, rule: vd.Rule, failed: vd.Record, detail: vd.Detail}, nil
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -23,9 +24,9 @@ func (k *Kernel) checkTraceOwner(op, traceID string) error {
 	if mutPolicyTraceOpen || !strings.HasPrefix(traceID, policyTracePrefix) {
 		return nil
 	}
-	if owner := traceID[len(policyTracePrefix):]; owner != blackboard.NamespaceOf(k.namespace) {
+	if owner := traceID[len(policyTracePrefix):]; owner != cmp.Or(k.namespace, blackboard.DefaultNamespace) {
 		return newErr(op, "", blackboard.CodePermissionDenied, blackboard.ErrPermission,
-			fmt.Sprintf("trace %q is reserved to namespace %q, not %q", traceID, owner, blackboard.NamespaceOf(k.namespace)))
+			fmt.Sprintf("trace %q is reserved to namespace %q, not %q", traceID, owner, cmp.Or(k.namespace, blackboard.DefaultNamespace)))
 	}
 	return nil
 }

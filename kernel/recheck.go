@@ -23,7 +23,7 @@ func (k *Kernel) recheckCommitted(ctx context.Context, actionID string) (Decisio
 	if err != nil {
 		return Decision{}, err
 	}
-	snap, err := k.load(ctx, act.TraceID(), true)
+	snap, err := k.load(ctx, act.Provenance.TraceID, true)
 	if err != nil {
 		return Decision{}, err
 	}
@@ -141,7 +141,7 @@ func (k *Kernel) recheckAction(ctx context.Context, s *snapshot, a *blackboard.R
 				if err := ctx.Err(); err != nil {
 					return outcome{}, err // cut short: not decided
 				}
-				return outcome{code: vd.Code, rule: vd.Rule, detail: vd.Detail}, nil
+				return outcome{code: vd.Code, rule: vd.Rule, failed: vd.Record, detail: vd.Detail}, nil
 			}
 		}
 	}

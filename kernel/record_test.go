@@ -81,7 +81,7 @@ func TestPersistentConstraints(t *testing.T) {
 		BlocksField: "uses_conflicted_data"}, blackboard.ScopePersistent); err != nil {
 		t.Fatal(err)
 	}
-	f.perceive(tr, "charge", blackboard.Payload{"conflict": true}, kernel.Confidence(0.9), 0)
+	f.perceive(tr, "charge", blackboard.Payload{"conflict": true}, new(0.9), 0)
 	f.mustPropose(tr, blackboard.Beliefs, "refund_due", belief(true, "charge"))
 	// The trace's own disabled constraint of the same name does not switch
 	// the persistent one off.
@@ -94,7 +94,7 @@ func TestPersistentConstraints(t *testing.T) {
 	for _, include := range []bool{false, true} {
 		v, err := f.planner.View(f.ctx, "fresh", kernel.ViewOptions{IncludePersistent: include})
 		if err != nil || v.Has(blackboard.Constraints, "block_conflicted_actions") != include {
-			t.Errorf("IncludePersistent=%v: kinds %v, err %v", include, v.Kinds(blackboard.Constraints), err)
+			t.Errorf("IncludePersistent=%v: kinds %v, err %v", include, v.Committed[blackboard.Constraints], err)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -367,7 +368,7 @@ func (s *snapshot) reserveIDs(slot blackboard.Slot, proposalID string) {
 // appendRecordID appends [store.RecordID] of slot (a valid one),
 // namespace, traceID and n to b.
 func appendRecordID(b []byte, slot blackboard.Slot, namespace, traceID string, n int) []byte {
-	if blackboard.NamespaceOf(namespace) != blackboard.DefaultNamespace {
+	if cmp.Or(namespace, blackboard.DefaultNamespace) != blackboard.DefaultNamespace {
 		return append(b, store.RecordID(slot, namespace, traceID, n)...)
 	}
 	b = append(append(append(b, slot.String()...), ':'), traceID...)
@@ -624,14 +625,14 @@ func (c *constraint) appliesTo(action string, fallback bool) bool {
 
 func asConstraint(r *blackboard.Record) constraint {
 	c := constraint{rec: r, name: r.Kind, enabled: true}
-	if n, ok := r.Payload.String(keyName); ok && n != "" {
+	if n, ok := r.Payload[keyName].(string); ok && n != "" {
 		c.name = n
 	}
 	if e, ok := r.Payload[keyEnabled].(bool); ok {
 		c.enabled = e
 	}
-	c.field, _ = r.Payload.String(keyBlocksField)
-	c.bind, _ = r.Payload.String(keyBindPercept)
+	c.field, _ = r.Payload[keyBlocksField].(string)
+	c.bind, _ = r.Payload[keyBindPercept].(string)
 	c.types = list(r.Payload, keyAppliesTo)
 	return c
 }

@@ -451,7 +451,7 @@ func (st *traceState) add(seq int, r *blackboard.Record, f *finder) {
 		}
 	case blackboard.Predictions:
 		if r.Status == blackboard.StatusActive {
-			h.action, _ = r.Payload.String(keyActionType)
+			h.action, _ = r.Payload[keyActionType].(string)
 			if len(r.Provenance.InputRefs) > 0 {
 				if p := f.find(r.Provenance.InputRefs[0]); p != nil {
 					h.propWriter, h.propRole = p.Provenance.Writer, p.Provenance.Role

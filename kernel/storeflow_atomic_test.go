@@ -70,7 +70,7 @@ func runKernel(t *testing.T, newStore func(t *testing.T) store.Store) {
 			const trace = "kernel"
 			percept, err := k.Tool("sensor").Write(ctx, kernel.Entry{
 				TraceID: trace, Slot: blackboard.Percepts, Kind: "door",
-				Payload: blackboard.Payload{"open": true}, Confidence: kernel.Confidence(0.9),
+				Payload: blackboard.Payload{"open": true}, Confidence: new(0.9),
 			})
 			if err != nil {
 				t.Fatalf("percept: %v", err)

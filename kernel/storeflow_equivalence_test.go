@@ -318,7 +318,7 @@ func (s *script) run() transcript {
 		return kernel.Entry{TraceID: ep1, Slot: blackboard.Plans, Kind: "route",
 			Payload: blackboard.Payload{"steps": []any{map[string]any(with(scriptStep, "action", "move"))}}}
 	}
-	c := kernel.Confidence
+	c := func(v float64) *float64 { return new(v) }
 
 	s.write("percept door", tool, percept(ep1, "door", blackboard.Payload{"open": true, "door_blocked": false}, c(0.9), 0))
 	s.write("percept battery with TTL", tool, percept(ep1, "battery", blackboard.Payload{"level": 0.8}, c(0.95), time.Second))
@@ -345,8 +345,8 @@ func (s *script) run() transcript {
 		s.t.Errorf("script episode constraint: %v", err)
 	}
 	feasible := s.submit("plan feasible", blackboard.CodePlanFeasible, planner, plan(with(reqs("door_open"), "door_blocked", false)))
-	s.submit("plan scriptStep without the constraint's field", blackboard.PlanBlockedCode("no_open_door"), planner, plan(reqs("door_open")))
-	s.submit("plan blocked", blackboard.PlanBlockedCode("no_open_door"), planner, plan(with(reqs("door_open"), "door_blocked", true)))
+	s.submit("plan scriptStep without the constraint's field", "PLAN_"+blackboard.BlockedCode("no_open_door"), planner, plan(reqs("door_open")))
+	s.submit("plan blocked", "PLAN_"+blackboard.BlockedCode("no_open_door"), planner, plan(with(reqs("door_open"), "door_blocked", true)))
 	s.submit("plan missing belief", blackboard.CodePlanMissingBelief, planner, plan(reqs("bridge_down")))
 	s.submit("action committed", blackboard.CodeCommitted, planner, action(ep1, "move", with(reqs("door_open"), "door_blocked", false)))
 	s.submit("once-keyed action", blackboard.CodeCommitted, planner, action(ep1, "dock", with(reqs("door_open"), "door_blocked", false)))
@@ -388,7 +388,7 @@ func (s *script) run() transcript {
 
 	s.tr.Views, s.tr.Traces = map[string]kernel.View{}, map[string][]blackboard.Record{}
 	for _, tr := range []string{ep1, ep2, ep3} {
-		v, err := k.View(s.ctx, tr, kernel.ViewOptions{IncludePersistent: tr != ep1})
+		v, err := k.Reader().View(s.ctx, tr, kernel.ViewOptions{IncludePersistent: tr != ep1})
 		if err != nil {
 			s.t.Fatalf("script: View(%s): %v", tr, err)
 		}

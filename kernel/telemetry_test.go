@@ -93,7 +93,7 @@ func TestDecisionSpans(t *testing.T) {
 	if err != nil || !fb.Committed() {
 		t.Fatal(fb.Code, err)
 	}
-	if _, err := tel.k.View(ctx, "stale", kernel.ViewOptions{}); err != nil {
+	if _, err := tel.k.Reader().View(ctx, "stale", kernel.ViewOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	root.End()
@@ -202,7 +202,7 @@ func TestCommitLinksToPercepts(t *testing.T) {
 	ctx := context.Background()
 	wctx, obs := tel.tp.Tracer("app").Start(ctx, "execute_tool lookup_charge")
 	percept, _ := tel.k.Tool("payment_tool").Write(wctx, kernel.Entry{TraceID: "ok", Slot: blackboard.Percepts, Kind: "charge",
-		Payload: blackboard.Payload{"charge_id": "ch_1", "conflict": true}, Confidence: kernel.Confidence(0.8), TTL: time.Hour})
+		Payload: blackboard.Payload{"charge_id": "ch_1", "conflict": true}, Confidence: new(0.8), TTL: time.Hour})
 	obs.End()
 	planner := tel.k.Planner("planner")
 	if d, err := planner.Submit(ctx, kernel.Entry{TraceID: "ok", Slot: blackboard.Beliefs, Kind: "refund_due",

@@ -274,7 +274,7 @@ func (k *Kernel) evidenceLinks(ctx context.Context, d *Decision) []trace.Link {
 				for _, dep := range list(r.Payload, keyDependsOn) {
 					if s, _ := dep.(string); looksLikeID(s) {
 						queue = append(queue, s)
-					} else if p, err := k.store.FindActive(ctx, k.namespace, r.TraceID(), blackboard.Percepts, s); err == nil {
+					} else if p, err := k.store.FindActive(ctx, k.namespace, r.Provenance.TraceID, blackboard.Percepts, s); err == nil {
 						queue = append(queue, p.ID)
 					}
 				}

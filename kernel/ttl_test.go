@@ -62,7 +62,7 @@ func TestExpireSweeps(t *testing.T) {
 	}
 	v, err := f.tool.View(f.ctx, tr, kernel.ViewOptions{})
 	if err != nil || v.Has(blackboard.Percepts, "a") || v.Has(blackboard.Percepts, "b") || !v.Has(blackboard.Percepts, "c") {
-		t.Errorf("view kinds %v, err %v", v.Kinds(blackboard.Percepts), err)
+		t.Errorf("view kinds %v, err %v", v.Committed[blackboard.Percepts], err)
 	}
 }
 
@@ -136,7 +136,7 @@ func TestDerivedFlags(t *testing.T) {
 		setup            func(f *fixture)
 	}{
 		{"uses_conflicted_data", "block_conflicted_actions", func(f *fixture) {
-			f.perceive(tr, "charge", blackboard.Payload{"conflict": true}, kernel.Confidence(0.8), 0)
+			f.perceive(tr, "charge", blackboard.Payload{"conflict": true}, new(0.8), 0)
 			f.mustPropose(tr, blackboard.Beliefs, "refund_due", belief(true, "charge"))
 		}},
 		{"has_negative_prediction", "block_negative_predictions", func(f *fixture) {
@@ -156,7 +156,7 @@ func TestDerivedFlags(t *testing.T) {
 		}{
 			{"unconstrained action commits", false, blackboard.Actions, action("refund_due"), blackboard.CodeCommitted, true},
 			{"action blocked", true, blackboard.Actions, action("refund_due"), blackboard.BlockedCode(tc.constraint), false},
-			{"plan blocked", true, blackboard.Plans, plan(step("issue_refund", "refund_due")), blackboard.PlanBlockedCode(tc.constraint), false},
+			{"plan blocked", true, blackboard.Plans, plan(step("issue_refund", "refund_due")), "PLAN_" + blackboard.BlockedCode(tc.constraint), false},
 			{"action clears flag", false, blackboard.Actions, with(action("refund_due"), tc.flag, false), blackboard.CodeFieldMismatch, false},
 			{"plan clears flag", true, blackboard.Plans, plan(with(step("issue_refund", "refund_due"), tc.flag, false)), blackboard.CodeFieldMismatch, false},
 		} {

@@ -8,19 +8,20 @@ import (
 
 // Validator is a custom check that runs after the kernel's built-in
 // validation has passed a proposal and before it is committed. It returns
-// the zero [Verdict] to let the proposal through, or a Verdict with a code
-// (and, if it likes, the rule's name and a detail) to reject it. Validators
+// the zero [Cause] to let the proposal through, or a Cause with a code
+// (and, if it likes, the record at fault, the rule's name and a detail) to
+// reject it. Validators
 // are called concurrently and must be safe for that; they must not call
 // back into the kernel.
 type Validator interface {
-	Validate(ctx context.Context, c Candidate) Verdict
+	Validate(ctx context.Context, c Candidate) Cause
 }
 
 // ValidatorFunc adapts a function to [Validator].
-type ValidatorFunc func(ctx context.Context, c Candidate) Verdict
+type ValidatorFunc func(ctx context.Context, c Candidate) Cause
 
 // Validate calls f.
-func (f ValidatorFunc) Validate(ctx context.Context, c Candidate) Verdict { return f(ctx, c) }
+func (f ValidatorFunc) Validate(ctx context.Context, c Candidate) Cause { return f(ctx, c) }
 
 // Candidate is a proposal that passed the built-in checks, with read access
 // to its trace as the kernel saw it when deciding. Its methods return data
@@ -32,17 +33,10 @@ type Candidate struct {
 	beliefs []*blackboard.Record
 }
 
-// Proposal returns a copy of the proposal being decided.
-func (c Candidate) Proposal() blackboard.Record { return c.proposal.Clone() }
-
-// Slot is the proposal's slot.
-func (c Candidate) Slot() blackboard.Slot { return c.proposal.Slot }
-
-// Kind is the proposal's kind.
-func (c Candidate) Kind() string { return c.proposal.Kind }
-
-// Payload returns the proposal's payload. It must not be modified.
-func (c Candidate) Payload() blackboard.Payload { return c.proposal.Payload }
+// Proposal returns the proposal being decided: its slot, kind, payload,
+// provenance and references. Its payload and reference lists are the
+// kernel's and must not be modified (Clone gives a copy).
+func (c Candidate) Proposal() blackboard.Record { return *c.proposal }
 
 // Committed returns a copy of the latest committed record of kind in slot
 // of the trace, if it is active.

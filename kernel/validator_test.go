@@ -12,25 +12,25 @@ import (
 // manager_approved is on the board: a domain rule with its own code.
 const codeOverCap = blackboard.Code("REFUND_OVER_CAP")
 
-func refundCap(_ context.Context, c kernel.Candidate) kernel.Verdict {
-	if c.Slot() != blackboard.Actions || c.Kind() != "issue_refund" {
-		return kernel.Verdict{}
+func refundCap(_ context.Context, c kernel.Candidate) kernel.Cause {
+	if c.Proposal().Slot != blackboard.Actions || c.Proposal().Kind != "issue_refund" {
+		return kernel.Cause{}
 	}
-	amount, _ := c.Payload().Float("amount")
+	amount, _ := c.Proposal().Payload.Float("amount")
 	if _, approved := c.Committed(blackboard.Beliefs, "manager_approved"); amount > 100 && !approved {
-		return kernel.Verdict{Code: codeOverCap, Rule: "refund_cap", Detail: "over 100 without approval"}
+		return kernel.Cause{Code: codeOverCap, Rule: "refund_cap", Detail: "over 100 without approval"}
 	}
-	return kernel.Verdict{}
+	return kernel.Cause{}
 }
 
 func TestCustomValidator(t *testing.T) {
 	var seen []blackboard.Slot
-	record := kernel.ValidatorFunc(func(_ context.Context, c kernel.Candidate) kernel.Verdict {
-		seen = append(seen, c.Slot())
-		if p := c.Proposal(); p.Mode != blackboard.ModePropose || p.Kind != c.Kind() {
+	record := kernel.ValidatorFunc(func(_ context.Context, c kernel.Candidate) kernel.Cause {
+		seen = append(seen, c.Proposal().Slot)
+		if p := c.Proposal(); p.Mode != blackboard.ModePropose || p.Kind != c.Proposal().Kind {
 			t.Errorf("candidate proposal %+v", p)
 		}
-		return kernel.Verdict{}
+		return kernel.Cause{}
 	})
 	// Repeatable: the same belief grounds the second refund.
 	f := newFixtureWith(t, kernel.Config{Validators: []kernel.Validator{record, kernel.ValidatorFunc(refundCap)}, ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", Repeatable: true}}})
@@ -69,7 +69,7 @@ func TestCustomValidator(t *testing.T) {
 // decision without a record.
 func TestValidatorReturningOKCode(t *testing.T) {
 	for _, code := range []blackboard.Code{blackboard.CodeCommitted, blackboard.CodePlanFeasible} {
-		f := newFixtureWith(t, kernel.Config{Validators: []kernel.Validator{kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Verdict { return kernel.Verdict{Code: code} })}})
+		f := newFixtureWith(t, kernel.Config{Validators: []kernel.Validator{kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Cause { return kernel.Cause{Code: code} })}})
 		d := f.groundedBelief(tr)
 		if d.CommittedID == "" || d.EvidenceID == "" {
 			t.Errorf("validator answering %s: belief decision %+v", code, d)
@@ -77,25 +77,5 @@ func TestValidatorReturningOKCode(t *testing.T) {
 		if d := f.mustPropose(tr, blackboard.Plans, "p", plan(step("issue_refund", "refund_due"))); d.Code != blackboard.CodePlanFeasible {
 			t.Errorf("validator answering %s: plan %s", code, d.Code)
 		}
-	}
-}
-
-// Validators returns the validators given, in order, as a slice of the
-// caller's own.
-func TestValidatorsListed(t *testing.T) {
-	a := kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Verdict { return kernel.Verdict{} })
-	b := kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Verdict { return kernel.Verdict{Code: codeOverCap} })
-	k, err := kernel.New(kernel.Config{Validators: []kernel.Validator{a, b}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer k.Close()
-	vs := k.Validators()
-	if len(vs) != 2 || vs[1].Validate(context.Background(), kernel.Candidate{}).Code != codeOverCap {
-		t.Fatalf("validators: %d", len(vs))
-	}
-	vs[0] = nil
-	if k.Validators()[0] == nil {
-		t.Error("the kernel's list changed through the returned slice")
 	}
 }

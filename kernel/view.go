@@ -12,7 +12,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 )
 
-// ViewOptions tunes [Kernel.View].
+// ViewOptions tunes [Reader.View].
 type ViewOptions struct {
 	// IncludePersistent adds the committed persistent-scope records of other
 	// traces (learned constraints, for instance). The trace's own records
@@ -39,35 +39,20 @@ func (v View) ID(slot blackboard.Slot, kind string) (string, bool) {
 	return id, ok
 }
 
-// Get returns the committed payload of kind in slot.
-func (v View) Get(slot blackboard.Slot, kind string) (blackboard.Payload, bool) {
-	p, ok := v.Committed[slot][kind]
-	return p, ok
-}
-
 // Has reports whether a payload of kind is committed in slot.
 func (v View) Has(slot blackboard.Slot, kind string) bool {
 	_, ok := v.Committed[slot][kind]
 	return ok
 }
 
-// Kinds returns the kinds committed in slot, in no particular order.
-func (v View) Kinds(slot blackboard.Slot) []string {
-	out := make([]string, 0, len(v.Committed[slot]))
-	for kind := range v.Committed[slot] {
-		out = append(out, kind)
-	}
-	return out
-}
-
-// View returns the trace's committed state and pending proposals. It reads
+// view returns the trace's committed state and pending proposals. It reads
 // the trace's decision state when the store keeps one that holds the view
 // (every proposal the trace had pending was a belief proposal, and the
 // latest commit of each kind is still active and within its TTL), and
 // otherwise that trace's records; and, if asked, the persistent records
 // shared with every trace, through the store's indexes. Records whose TTL has run out are left out, as of now; a view
 // never writes to the store. The payloads are copies the caller may keep.
-func (k *Kernel) View(ctx context.Context, traceID string, opts ViewOptions) (v View, err error) {
+func (k *Kernel) view(ctx context.Context, traceID string, opts ViewOptions) (v View, err error) {
 	ctx, sp := k.span(ctx, "kernel.view", traceID, 0)
 	if sp != nil {
 		defer func() {
@@ -152,7 +137,7 @@ func (k *Kernel) newView(ctx context.Context, traceID string, opts ViewOptions, 
 				if err != nil {
 					return View{}, err
 				}
-				if r.TraceID() != traceID && !r.ExpiredAt(nowMS) && k.sharedAcross(&r) {
+				if r.Provenance.TraceID != traceID && !r.ExpiredAt(nowMS) && k.sharedAcross(&r) {
 					v.put(&r)
 				}
 			}

@@ -55,10 +55,10 @@ func TestPaperWalkthroughs(t *testing.T) {
 		{name: "7.1 stale", charge: blackboard.Payload{"stale": true},
 			beliefCode: blackboard.CodeStaleEvidence, planCode: blackboard.CodePlanMissingBelief, fallbackWhy: blackboard.CodePlanMissingBelief},
 		// §10.5: a conflict at confidence 0.8 >= 0.7 is arbitrated.
-		{name: "7.2 conflict arbitrated", charge: blackboard.Payload{"conflict": true}, conf: kernel.Confidence(0.8),
+		{name: "7.2 conflict arbitrated", charge: blackboard.Payload{"conflict": true}, conf: new(0.8),
 			beliefCode: blackboard.CodeCommitted, arbitrated: true, planCode: blackboard.CodePlanFeasible, refunded: true},
 		// §7.2: at 0.3 the conflict stays unresolved.
-		{name: "7.2 conflict unresolved", charge: blackboard.Payload{"conflict": true}, conf: kernel.Confidence(0.3),
+		{name: "7.2 conflict unresolved", charge: blackboard.Payload{"conflict": true}, conf: new(0.3),
 			beliefCode: blackboard.CodeUnresolvedConflict, planCode: blackboard.CodePlanMissingBelief, fallbackWhy: blackboard.CodePlanMissingBelief},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -109,7 +109,7 @@ func TestPaperWalkthroughs(t *testing.T) {
 // handle reads only, to its belief, the evidence artifact and the percept.
 func TestTraceability(t *testing.T) {
 	f := newFixture(t)
-	e := f.refundEpisode("ep", blackboard.Payload{"conflict": true}, kernel.Confidence(0.9))
+	e := f.refundEpisode("ep", blackboard.Payload{"conflict": true}, new(0.9))
 	if !e.action.Committed() {
 		t.Fatalf("refund: %s", e.action.Code)
 	}

@@ -2,6 +2,7 @@ package mask
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -125,7 +126,7 @@ func OpenKeyDir(ctx context.Context, dir string) (*Keys, error) {
 // character), so no default-namespace trace id hashes the same input as
 // another namespace's pair, not even a trace id spelled like a JSON array.
 func keyName(namespace, traceID string) (string, error) {
-	namespace = blackboard.NamespaceOf(namespace)
+	namespace = cmp.Or(namespace, blackboard.DefaultNamespace)
 	if namespace == blackboard.DefaultNamespace || !keysPerNamespace() {
 		sum := sha256.Sum256([]byte(traceID))
 		return hex.EncodeToString(sum[:]), nil
@@ -285,7 +286,7 @@ func (k *Keys) Key(ctx context.Context, namespace, traceID string) ([]byte, erro
 
 // erasedError is the error of a call in an erased trace.
 func erasedError(namespace, traceID string) error {
-	return fmt.Errorf("%w: trace %q in namespace %q", ErrErased, traceID, blackboard.NamespaceOf(namespace))
+	return fmt.Errorf("%w: trace %q in namespace %q", ErrErased, traceID, cmp.Or(namespace, blackboard.DefaultNamespace))
 }
 
 // dirKey is Key in a key directory, for the trace's key name.

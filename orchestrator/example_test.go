@@ -23,7 +23,7 @@ func (w thermometer) ShouldActivate(v kernel.View) bool {
 func (w thermometer) Step(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
 	traceID := sc.TraceID()
 	_, err := w.tool.Write(ctx, kernel.Entry{TraceID: traceID, Slot: blackboard.Percepts, Kind: "temperature",
-		Payload: blackboard.Payload{"value": 97.5, "unit": "C"}, Confidence: kernel.Confidence(0.9)})
+		Payload: blackboard.Payload{"value": 97.5, "unit": "C"}, Confidence: new(0.9)})
 	return err == nil, err
 }
 
@@ -36,7 +36,7 @@ func (w watcher) Handle() kernel.Handle     { return w.planner }
 func (w watcher) Reads() []blackboard.Slot  { return []blackboard.Slot{blackboard.Percepts} }
 func (w watcher) Writes() []blackboard.Slot { return []blackboard.Slot{blackboard.Beliefs} }
 func (w watcher) ShouldActivate(v kernel.View) bool {
-	p, ok := v.Get(blackboard.Percepts, "temperature")
+	p, ok := v.Committed[blackboard.Percepts]["temperature"]
 	return ok && !v.Has(blackboard.Beliefs, "too_hot") && p["value"].(float64) > 90
 }
 func (w watcher) Step(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {

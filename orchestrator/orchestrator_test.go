@@ -87,7 +87,7 @@ func sensorAndAnalyst(k *kernel.Kernel) (*fake, *fake) {
 		step: func(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
 			tr := sc.TraceID()
 			_, err := tool.Write(ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: "temperature",
-				Payload: blackboard.Payload{"value": 95}, Confidence: kernel.Confidence(0.9)})
+				Payload: blackboard.Payload{"value": 95}, Confidence: new(0.9)})
 			return err == nil, err
 		},
 	}

@@ -45,7 +45,7 @@ func desk(t testing.TB, clk *clock) *kernel.Kernel {
 	}
 	clk.t = clk.t.Add(time.Minute)
 	if _, err := tool.Write(ctx, kernel.Entry{TraceID: "t1", Slot: blackboard.Percepts, Kind: "customer",
-		Payload: blackboard.Payload{"tier": "gold", "conflict": true}, Confidence: kernel.Confidence(0.9)}); err != nil {
+		Payload: blackboard.Payload{"tier": "gold", "conflict": true}, Confidence: new(0.9)}); err != nil {
 		t.Fatal(err)
 	}
 	for _, b := range []struct{ kind, on string }{{"refund_eligible", "order"}, {"vip", "customer"}} {
@@ -655,8 +655,8 @@ func TestRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Slot != blackboard.Evidence || rec.Kind != audit.KindCompiledContext || rec.Provenance.Role != blackboard.RoleKernel || rec.TraceID() != "t1" {
-		t.Errorf("record %s %s %s %s", rec.Slot, rec.Kind, rec.Provenance.Role, rec.TraceID())
+	if rec.Slot != blackboard.Evidence || rec.Kind != audit.KindCompiledContext || rec.Provenance.Role != blackboard.RoleKernel || rec.Provenance.TraceID != "t1" {
+		t.Errorf("record %s %s %s %s", rec.Slot, rec.Kind, rec.Provenance.Role, rec.Provenance.TraceID)
 	}
 	if rec.Payload["hash"] != p.Hash || rec.Payload["prompt"] != p.Prompt || rec.Payload["policy"] != "sha256:abc" ||
 		rec.Payload["encoding"] != pack.EncodingCL100K || rec.Payload["mode"] != string(toolgate.SafetyNormal) {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -231,8 +232,7 @@ func (c *Compiler) evidence(ctx context.Context, rd kernel.Reader, traceID strin
 	if err != nil {
 		return err
 	}
-	kinds := v.Kinds(blackboard.Beliefs)
-	slices.Sort(kinds)
+	kinds := slices.Sorted(maps.Keys(v.Committed[blackboard.Beliefs]))
 	perceptPrefix := blackboard.Percepts.String() + ":"
 	for _, kind := range kinds {
 		id, ok := v.ID(blackboard.Beliefs, kind)

@@ -224,7 +224,7 @@ func TestDeterministic(t *testing.T) {
 // A policy with a validator that is code cannot be replayed from data,
 // and says so.
 func TestOpaqueValidatorNotReproducible(t *testing.T) {
-	sh := newShop(t, kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Verdict { return kernel.Verdict{} }))
+	sh := newShop(t, kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Cause { return kernel.Cause{} }))
 	sh.call(t, "o", "lookup", `{"account":"acc-1"}`)
 	_, err := replay.Trace(context.Background(), sh.s, "shop", "o")
 	if !errors.Is(err, replay.ErrNotReproducible) || !strings.Contains(err.Error(), "ValidatorFunc") {

@@ -429,10 +429,10 @@ func (r *replayer) approval(ctx context.Context, rec blackboard.Record) error {
 
 // restrict records the trace's run controls as they were recorded.
 func (r *replayer) restrict(ctx context.Context, rec blackboard.Record) error {
-	mode, _ := rec.Payload.String("mode")
+	mode, _ := rec.Payload["mode"].(string)
 	prohibited, _ := rec.Payload.Strings("prohibited")
 	g := r.gates[r.hashes[0]]
-	if h, _ := rec.Payload.String("policy"); r.gates[h] != nil {
+	if h, _ := rec.Payload["policy"].(string); r.gates[h] != nil {
 		g = r.gates[h]
 	}
 	if err := g.Restrict(ctx, r.trace, toolgate.Controls{Safety: toolgate.Safety(mode), Prohibited: prohibited}); err != nil {
@@ -447,7 +447,7 @@ func (r *replayer) restrict(ctx context.Context, rec blackboard.Record) error {
 // request records the trace's request as it was recorded: the principal
 // and the resources the scoped tools' arguments must lie within.
 func (r *replayer) request(ctx context.Context, rec blackboard.Record) error {
-	principal, _ := rec.Payload.String("principal")
+	principal, _ := rec.Payload["principal"].(string)
 	req := audit.Request{Principal: principal}
 	res, _ := rec.Payload["resources"].(map[string]any)
 	for typ := range res {
@@ -458,7 +458,7 @@ func (r *replayer) request(ctx context.Context, rec blackboard.Record) error {
 		req.Resources[typ] = ids
 	}
 	g := r.gates[r.hashes[0]]
-	if h, _ := rec.Payload.String("policy"); r.gates[h] != nil {
+	if h, _ := rec.Payload["policy"].(string); r.gates[h] != nil {
 		g = r.gates[h]
 	}
 	if err := g.RecordRequest(ctx, r.trace, req); err != nil {
@@ -551,7 +551,7 @@ func (r *replayer) refs(ctx context.Context, of string, refs []string) []string 
 			out = append(out, m)
 			continue
 		}
-		if rec, err := r.src.Get(ctx, ref); err == nil && rec.TraceID() == r.trace {
+		if rec, err := r.src.Get(ctx, ref); err == nil && rec.Provenance.TraceID == r.trace {
 			if cur, err := r.k.Tool("replay").Find(ctx, r.trace, rec.Slot, rec.Kind); err == nil {
 				out = append(out, cur.ID)
 				continue

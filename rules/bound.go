@@ -30,17 +30,17 @@ func reads(ast *cel.Ast) (percepts, beliefs bool) {
 // proposal with [CodeInputTooLarge], naming rule (the first that would
 // have run) and the value. It builds the percept and belief maps the rules
 // then read.
-func (in *input) bounded(rules []*rule, rule, where string, own blackboard.Payload, grounds ...blackboard.Record) kernel.Verdict {
+func (in *input) bounded(rules []*rule, rule, where string, own blackboard.Payload, grounds ...blackboard.Record) kernel.Cause {
 	if mutInputBound {
-		return kernel.Verdict{}
+		return kernel.Cause{}
 	}
 	return in.checkBounds(rules, rule, where, own, grounds...)
 }
 
 // checkBounds is [input.bounded]'s work.
-func (in *input) checkBounds(rules []*rule, rule, where string, own blackboard.Payload, grounds ...blackboard.Record) kernel.Verdict {
-	refuse := func(what, problem string) kernel.Verdict {
-		return kernel.Verdict{Code: CodeInputTooLarge, Rule: rule,
+func (in *input) checkBounds(rules []*rule, rule, where string, own blackboard.Payload, grounds ...blackboard.Record) kernel.Cause {
+	refuse := func(what, problem string) kernel.Cause {
+		return kernel.Cause{Code: CodeInputTooLarge, Rule: rule,
 			Detail: fmt.Sprintf("%s: %s holds %s; a rule is given at most %d entries a list or object, %d bytes a string, %d levels and %d values a payload",
 				where, what, problem, expr.MaxElements, expr.MaxStringBytes, expr.MaxDepth, expr.MaxValues)}
 	}
@@ -76,7 +76,7 @@ func (in *input) checkBounds(rules []*rule, rule, where string, own blackboard.P
 		}
 		in.beliefs = plain(m)
 	}
-	return kernel.Verdict{}
+	return kernel.Cause{}
 }
 
 // checkPayload returns what in p is out of bounds, or "".

@@ -137,25 +137,25 @@ func New(specs ...Spec) (*Rules, error) {
 // verdict of the first rule that does not hold, or the zero Verdict. A
 // belief is checked against its kind's rules; a plan against the rules of
 // every belief it rests on; an action against those, then its type's rules.
-func (r *Rules) Validate(ctx context.Context, c kernel.Candidate) kernel.Verdict {
-	switch c.Slot() {
+func (r *Rules) Validate(ctx context.Context, c kernel.Candidate) kernel.Cause {
+	switch c.Proposal().Slot {
 	case blackboard.Beliefs:
-		rs := r.beliefs[c.Kind()]
+		rs := r.beliefs[c.Proposal().Kind]
 		if len(rs) == 0 {
-			return kernel.Verdict{}
+			return kernel.Cause{}
 		}
-		in := &input{c: c, belief: c.Payload()}
-		if v := in.bounded(rs, rs[0].name, "belief "+c.Kind(), c.Payload()); v.Code != "" {
+		in := &input{c: c, belief: c.Proposal().Payload}
+		if v := in.bounded(rs, rs[0].name, "belief "+c.Proposal().Kind, c.Proposal().Payload); v.Code != "" {
 			return v
 		}
-		return in.check(ctx, rs, "belief "+c.Kind())
+		return in.check(ctx, rs, "belief "+c.Proposal().Kind)
 	case blackboard.Plans, blackboard.Actions:
-		acts := r.actions[c.Kind()]
-		if c.Slot() != blackboard.Actions {
+		acts := r.actions[c.Proposal().Kind]
+		if c.Proposal().Slot != blackboard.Actions {
 			acts = nil
 		}
 		if len(acts) == 0 && len(r.beliefs) == 0 {
-			return kernel.Verdict{}
+			return kernel.Cause{}
 		}
 		in := &input{c: c}
 		var grounds []blackboard.Record
@@ -173,13 +173,13 @@ func (r *Rules) Validate(ctx context.Context, c kernel.Candidate) kernel.Verdict
 		}
 		run = append(run, acts...)
 		if len(run) == 0 {
-			return kernel.Verdict{} // no rule applies
+			return kernel.Cause{} // no rule applies
 		}
 		var own blackboard.Payload
 		if len(acts) > 0 {
-			own = c.Payload()
+			own = c.Proposal().Payload
 		}
-		if v := in.bounded(run, run[0].name, c.Slot().String()+" "+c.Kind(), own, checked...); v.Code != "" {
+		if v := in.bounded(run, run[0].name, c.Proposal().Slot.String()+" "+c.Proposal().Kind, own, checked...); v.Code != "" {
 			return v
 		}
 		if len(r.beliefs) > 0 {
@@ -197,11 +197,11 @@ func (r *Rules) Validate(ctx context.Context, c kernel.Candidate) kernel.Verdict
 			in.belief = nil
 		}
 		if len(acts) > 0 {
-			in.action = c.Payload()
-			return in.check(ctx, acts, "action "+c.Kind())
+			in.action = c.Proposal().Payload
+			return in.check(ctx, acts, "action "+c.Proposal().Kind)
 		}
 	}
-	return kernel.Verdict{}
+	return kernel.Cause{}
 }
 
 // input binds a rule's variables for one Validate call. The percept and
@@ -217,22 +217,22 @@ type input struct {
 
 // check evaluates rules in order and returns the first failure; where
 // says what was checked, for the detail.
-func (in *input) check(ctx context.Context, rules []*rule, where string) kernel.Verdict {
+func (in *input) check(ctx context.Context, rules []*rule, where string) kernel.Cause {
 	for _, rl := range rules {
 		out, _, err := rl.prg.ContextEval(ctx, in)
 		if err != nil {
-			return kernel.Verdict{Code: blackboard.CodeRuleError, Rule: rl.name, Detail: where + ": " + err.Error()}
+			return kernel.Cause{Code: blackboard.CodeRuleError, Rule: rl.name, Detail: where + ": " + err.Error()}
 		}
 		ok, isBool := out.Value().(bool)
 		switch {
 		case !isBool:
-			return kernel.Verdict{Code: blackboard.CodeRuleError, Rule: rl.name,
+			return kernel.Cause{Code: blackboard.CodeRuleError, Rule: rl.name,
 				Detail: fmt.Sprintf("%s: result is %s, not bool", where, out.Type().TypeName())}
 		case !ok:
-			return kernel.Verdict{Code: blackboard.CodeRuleViolated, Rule: rl.name, Detail: rl.violation(ctx, in, where)}
+			return kernel.Cause{Code: blackboard.CodeRuleViolated, Rule: rl.name, Detail: rl.violation(ctx, in, where)}
 		}
 	}
-	return kernel.Verdict{}
+	return kernel.Cause{}
 }
 
 // ResolveName implements [interpreter.Activation]. A name left unbound

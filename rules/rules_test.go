@@ -44,18 +44,18 @@ type harness struct {
 	planner *kernel.Proposer
 
 	mu      sync.Mutex
-	verdict map[string]kernel.Verdict // by proposal id
+	verdict map[string]kernel.Cause // by proposal id
 }
 
 // newHarness builds the kernel; rs nil means no validator at all. evalCtx,
 // if set, replaces the context rs is called with.
 func newHarness(t *testing.T, rs *rules.Rules, evalCtx context.Context) *harness {
 	t.Helper()
-	h := &harness{t: t, ctx: context.Background(), verdict: map[string]kernel.Verdict{}}
+	h := &harness{t: t, ctx: context.Background(), verdict: map[string]kernel.Cause{}}
 	// Several refunds of a test may rest on one belief.
 	cfg := kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", MinBeliefs: []string{"refund_due"}, Repeatable: true}}}
 	if rs != nil {
-		cfg.Validators = append(cfg.Validators, kernel.ValidatorFunc(func(ctx context.Context, c kernel.Candidate) kernel.Verdict {
+		cfg.Validators = append(cfg.Validators, kernel.ValidatorFunc(func(ctx context.Context, c kernel.Candidate) kernel.Cause {
 			if evalCtx != nil {
 				ctx = evalCtx
 			}
@@ -84,7 +84,7 @@ func (h *harness) perceive(trace, kind string, p blackboard.Payload) {
 
 // propose submits a proposal and returns the decision and the verdict rs
 // gave it (zero when rs was not asked).
-func (h *harness) propose(trace string, slot blackboard.Slot, kind string, p blackboard.Payload) (kernel.Decision, kernel.Verdict) {
+func (h *harness) propose(trace string, slot blackboard.Slot, kind string, p blackboard.Payload) (kernel.Decision, kernel.Cause) {
 	h.t.Helper()
 	d, err := h.planner.Submit(h.ctx, kernel.Entry{TraceID: trace, Slot: slot, Kind: kind, Payload: p})
 	if err != nil {
@@ -105,7 +105,7 @@ func refund(amount any) blackboard.Payload {
 
 // refused checks that d was refused with code by rule, and that the detail
 // mentions each of wantDetail.
-func refused(t *testing.T, what string, d kernel.Decision, v kernel.Verdict, code blackboard.Code, rule string, wantDetail ...string) {
+func refused(t *testing.T, what string, d kernel.Decision, v kernel.Cause, code blackboard.Code, rule string, wantDetail ...string) {
 	t.Helper()
 	if d.Code != code || v.Code != code || v.Rule != rule {
 		t.Errorf("%s: decision %s, verdict %+v; want %s by %s", what, d.Code, v, code, rule)

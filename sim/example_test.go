@@ -45,7 +45,7 @@ func ExampleNew() {
 		return
 	}
 	view := func() kernel.View {
-		v, err := k.View(ctx, "ep", kernel.ViewOptions{})
+		v, err := k.Reader().View(ctx, "ep", kernel.ViewOptions{})
 		if err != nil {
 			panic(err)
 		}
@@ -60,7 +60,7 @@ func ExampleNew() {
 	}
 
 	if _, err := k.Tool("sensor").Write(ctx, kernel.Entry{TraceID: "ep", Slot: blackboard.Percepts, Kind: "temperature",
-		Payload: blackboard.Payload{"value": 81, "unit": "C"}, Confidence: kernel.Confidence(0.73)}); err != nil {
+		Payload: blackboard.Payload{"value": 81, "unit": "C"}, Confidence: new(0.73)}); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -83,7 +83,7 @@ func ExampleNew() {
 		return
 	}
 	report()
-	p, _ := view().Get(blackboard.Predictions, "mild")
+	p, _ := view().Committed[blackboard.Predictions]["mild"]
 	fmt.Println("committed prediction:", p["expected_outcome"])
 
 	d, err := planner.Submit(ctx, kernel.Entry{TraceID: "ep", Slot: blackboard.Actions, Kind: "alert",

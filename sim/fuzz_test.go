@@ -137,7 +137,7 @@ func FuzzRules(f *testing.F) {
 			want := true
 			for slot, conds := range map[blackboard.Slot][]sim.Condition{blackboard.Percepts: r.PerceptConditions, blackboard.Beliefs: r.BeliefConditions} {
 				for _, c := range conds {
-					p, committed := v.Get(slot, c.Kind)
+					p, committed := v.Committed[slot][c.Kind]
 					got, present := p[c.Field]
 					h := present && holds(c.Op, got, c.Value)
 					if c.Holds(p) != h {

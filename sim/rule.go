@@ -207,7 +207,7 @@ func (r Rule) match(v kernel.View) bool {
 		conds []Condition
 	}{{blackboard.Percepts, r.PerceptConditions}, {blackboard.Beliefs, r.BeliefConditions}} {
 		for _, c := range set.conds {
-			p, ok := v.Get(set.slot, c.Kind)
+			p, ok := v.Committed[set.slot][c.Kind]
 			if !ok || !c.holds(p) {
 				return false
 			}

@@ -230,10 +230,10 @@ func kernelWithPercept(t *testing.T, p blackboard.Payload, specs ...kernel.Actio
 	t.Cleanup(func() { _ = k.Close() })
 	ctx := context.Background()
 	if _, err := k.Tool("sensor").Write(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "temperature",
-		Payload: p, Confidence: kernel.Confidence(0.9)}); err != nil {
+		Payload: p, Confidence: new(0.9)}); err != nil {
 		t.Fatal(err)
 	}
-	v, err := k.View(ctx, "t", kernel.ViewOptions{})
+	v, err := k.Reader().View(ctx, "t", kernel.ViewOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,10 +244,10 @@ func demoRules() []sim.Rule {
 	return []sim.Rule{
 		{Name: "hot", ActionType: "alert", ExpectedOutcome: 1.0, RequiresBeliefs: []string{"anomaly_detected"},
 			PerceptConditions: []sim.Condition{{Kind: "temperature", Field: "value", Op: "gt", Value: 90}},
-			Confidence:        kernel.Confidence(0.85)},
+			Confidence:        new(0.85)},
 		{Name: "mild", ActionType: "alert", ExpectedOutcome: -0.5, RequiresBeliefs: []string{"anomaly_detected"},
 			PerceptConditions: []sim.Condition{{Kind: "temperature", Field: "value", Op: "lte", Value: 90}},
-			Confidence:        kernel.Confidence(0.7)},
+			Confidence:        new(0.7)},
 	}
 }
 
@@ -262,7 +262,7 @@ func proposeBelief(t *testing.T, k *kernel.Kernel) {
 
 func view(t *testing.T, k *kernel.Kernel) kernel.View {
 	t.Helper()
-	v, err := k.View(context.Background(), "t", kernel.ViewOptions{})
+	v, err := k.Reader().View(context.Background(), "t", kernel.ViewOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +316,7 @@ func TestWorkerCommitsOnlyWithTheRequiredBeliefs(t *testing.T) {
 		t.Fatalf("step after the belief: %v %v", produced, err)
 	}
 	v = view(t, k)
-	pred, ok := v.Get(blackboard.Predictions, "hot")
+	pred, ok := v.Committed[blackboard.Predictions]["hot"]
 	if !ok {
 		t.Fatal("prediction not committed once its belief was")
 	}
@@ -378,7 +378,7 @@ func TestPredictionGate(t *testing.T) {
 				if _, err := s.Step(ctx, orchestrator.NewStepContext("t", view(t, k))); err != nil {
 					t.Fatal(err)
 				}
-				p, ok := view(t, k).Get(blackboard.Predictions, tc.wantPred)
+				p, ok := view(t, k).Committed[blackboard.Predictions][tc.wantPred]
 				if !ok || p["expected_outcome"] != tc.wantValue {
 					t.Fatalf("prediction %s = %v, %v", tc.wantPred, p, ok)
 				}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"strconv"
 	"strings"
 
@@ -15,7 +16,7 @@ import (
 // slot, n) share one. A store may rely on the form to place a record by its
 // id ([SplitRecordID]); a record with any other id is valid.
 func RecordID(slot blackboard.Slot, namespace, traceID string, n int) string {
-	if blackboard.NamespaceOf(namespace) == blackboard.DefaultNamespace {
+	if cmp.Or(namespace, blackboard.DefaultNamespace) == blackboard.DefaultNamespace {
 		return slot.String() + ":" + traceID + ":" + strconv.Itoa(n)
 	}
 	return slot.String() + "@" + idEscaper.Replace(namespace) + ":" + traceID + ":" + strconv.Itoa(n)
@@ -64,7 +65,7 @@ func SplitRecordID(id string) (namespace, traceID string, idx int, ok bool) {
 		if end < 0 {
 			return "", "", 0, false
 		}
-		if namespace, ok = unescapeNS(id[first+1 : first+1+end]); !ok || blackboard.NamespaceOf(namespace) == blackboard.DefaultNamespace {
+		if namespace, ok = unescapeNS(id[first+1 : first+1+end]); !ok || cmp.Or(namespace, blackboard.DefaultNamespace) == blackboard.DefaultNamespace {
 			return "", "", 0, false
 		}
 		first += 1 + end

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"cmp"
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
@@ -19,10 +20,10 @@ func TestRecordIDPerNamespace(t *testing.T) {
 			for _, n := range []int{1, 12} {
 				id := store.RecordID(blackboard.Percepts, ns, tr, n)
 				gns, gtr, idx, ok := store.SplitRecordID(id)
-				if !ok || gns != blackboard.NamespaceOf(ns) || gtr != tr || idx != n-1 {
-					t.Errorf("SplitRecordID(%q) = %q, %q, %d, %v; want %q, %q, %d", id, gns, gtr, idx, ok, blackboard.NamespaceOf(ns), tr, n-1)
+				if !ok || gns != cmp.Or(ns, blackboard.DefaultNamespace) || gtr != tr || idx != n-1 {
+					t.Errorf("SplitRecordID(%q) = %q, %q, %d, %v; want %q, %q, %d", id, gns, gtr, idx, ok, cmp.Or(ns, blackboard.DefaultNamespace), tr, n-1)
 				}
-				key := [3]string{blackboard.NamespaceOf(ns), tr, string(rune('0' + n))}
+				key := [3]string{cmp.Or(ns, blackboard.DefaultNamespace), tr, string(rune('0' + n))}
 				if prev, dup := seen[id]; dup && prev != key {
 					t.Errorf("RecordID %q names both %v and %v", id, prev, key)
 				}

@@ -52,10 +52,10 @@ func ListTraces(ctx context.Context, s Store, namespace string) iter.Seq2[TraceS
 					yield(TraceSummary{}, err)
 					return
 				}
-				k := key{blackboard.NamespaceOf(r.Namespace), r.TraceID()}
+				k := key{cmp.Or(r.Namespace, blackboard.DefaultNamespace), r.Provenance.TraceID}
 				t := byID[k]
 				if t == nil {
-					t = &TraceSummary{TraceID: r.TraceID(), Namespace: k.namespace, FirstMS: r.Provenance.TimestampMS, LastMS: r.Provenance.TimestampMS}
+					t = &TraceSummary{TraceID: r.Provenance.TraceID, Namespace: k.namespace, FirstMS: r.Provenance.TimestampMS, LastMS: r.Provenance.TimestampMS}
 					byID[k] = t
 				}
 				t.Records++

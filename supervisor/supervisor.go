@@ -375,7 +375,7 @@ func (s *Supervisor) traceOf(ctx context.Context, actionID string) string {
 	if err != nil {
 		return ""
 	}
-	return rec.TraceID()
+	return rec.Provenance.TraceID
 }
 
 // emit hands an event to the events function and the logger.

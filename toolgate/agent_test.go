@@ -461,7 +461,7 @@ func (d *payDesk) checkPaid(t *testing.T, when string, want []float64) {
 		orders[p.order] = true
 		if p.amount > 500 {
 			approved := false
-			for r, err := range d.g.Kernel().Reader().Trace(ctx, act.TraceID()) {
+			for r, err := range d.g.Kernel().Reader().Trace(ctx, act.Provenance.TraceID) {
 				if a, ok := audit.ApprovalOf(r); err == nil && ok && a.ActionID == act.ID {
 					approved = a.Decision == audit.Approved
 				}

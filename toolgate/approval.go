@@ -244,7 +244,7 @@ func (x *executor) decidable(ctx context.Context, traceID, actionID, digest stri
 	}
 	act, err := x.reader.Get(ctx, actionID)
 	if err != nil || act.Slot != blackboard.Actions || act.Mode != blackboard.ModeCommit || (active && act.Status != blackboard.StatusActive) ||
-		act.TraceID() != traceID || len(act.Provenance.InputRefs) == 0 {
+		act.Provenance.TraceID != traceID || len(act.Provenance.InputRefs) == 0 {
 		if err != nil && !isNotFound(err) {
 			return blackboard.Record{}, err
 		}

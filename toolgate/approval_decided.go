@@ -99,7 +99,7 @@ func (x *executor) settled(ctx context.Context, act blackboard.Record) (string, 
 		return "", &decidedError{ActionID: act.ID, Record: rec, Why: why}
 	}
 	var latest *blackboard.Record
-	for r, err := range x.approvals(ctx, act.TraceID(), act.ID) {
+	for r, err := range x.approvals(ctx, act.Provenance.TraceID, act.ID) {
 		if err != nil {
 			return "", err
 		}

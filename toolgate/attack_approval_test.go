@@ -256,16 +256,16 @@ func TestAttackRecheckRefusalBesideARunningAttempt(t *testing.T) {
 		effectStarted = make(chan struct{})
 		releaseEffect = make(chan struct{})
 	)
-	rule := kernel.ValidatorFunc(func(ctx context.Context, c kernel.Candidate) kernel.Verdict {
-		if !armed.Load() || c.Slot() != blackboard.Actions {
-			return kernel.Verdict{}
+	rule := kernel.ValidatorFunc(func(ctx context.Context, c kernel.Candidate) kernel.Cause {
+		if !armed.Load() || c.Proposal().Slot != blackboard.Actions {
+			return kernel.Cause{}
 		}
 		if calls.Add(1) == 1 { // B's recheck
 			close(bWaiting)
 			<-releaseB
-			return kernel.Verdict{Code: "RULE_VIOLATED", Detail: "refunds paused"}
+			return kernel.Cause{Code: "RULE_VIOLATED", Detail: "refunds paused"}
 		}
-		return kernel.Verdict{} // A's
+		return kernel.Cause{} // A's
 	})
 	// The store tells when B's refusal was written (or refused): the
 	// first batch after the effect started that claims a result key.

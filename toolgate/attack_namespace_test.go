@@ -1,6 +1,7 @@
 package toolgate_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"path/filepath"
@@ -103,8 +104,8 @@ func attackSameTraceTwoNamespaces(t *testing.T, s store.Store) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.Namespace != ns || r.TraceID() != "T1" {
-				t.Errorf("%s's trace T1 holds %s of namespace %q, trace %q", ns, r.ID, r.Namespace, r.TraceID())
+			if r.Namespace != ns || r.Provenance.TraceID != "T1" {
+				t.Errorf("%s's trace T1 holds %s of namespace %q, trace %q", ns, r.ID, r.Namespace, r.Provenance.TraceID)
 			}
 			if r.Slot == blackboard.Percepts && r.Kind == "order" {
 				if r.Payload["app"] != ns {
@@ -144,7 +145,7 @@ func attackPolicyTraceTaken(t *testing.T, s store.Store) {
 		if err != nil {
 			t.Fatalf("namespace %q: the gate does not start after a squatter wrote into its policy trace: %v", victim, err)
 		}
-		res, err := g.Call(ctx, toolgate.Call{Tool: "lookup_order", Args: []byte(`{}`), Caller: "support", TraceID: "ticket-of-" + blackboard.NamespaceOf(victim)})
+		res, err := g.Call(ctx, toolgate.Call{Tool: "lookup_order", Args: []byte(`{}`), Caller: "support", TraceID: "ticket-of-" + cmp.Or(victim, blackboard.DefaultNamespace)})
 		if err != nil || res.Outcome != audit.OutcomeExecuted {
 			t.Errorf("namespace %q: call %+v %v, want executed", victim, res, err)
 		}

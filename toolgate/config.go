@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -486,7 +487,10 @@ func New(ctx context.Context, cfg Config) (*Gate, error) {
 // telemetry.
 func (g *Gate) init(k *kernel.Kernel, c Config) error {
 	g.k, g.gov, g.planner, g.reader = k, k.Governor(), governedAs(k, audit.GateWriter), k.Tool(audit.GateWriter)
-	g.x = &executor{k: k, gov: g.gov, reader: g.reader, planner: g.planner, lease: g.lease, fallback: g.fallback, g: g}
+	g.x = &executor{k: k, gov: g.gov, reader: g.reader, planner: g.planner, lease: g.lease, fallback: g.fallback, g: g, log: c.Kernel.Logger}
+	if g.x.log == nil {
+		g.x.log = slog.New(slog.DiscardHandler)
+	}
 	for _, e := range g.order {
 		e.handle = governedAs(k, toolWriter(e.Name))
 		e.deriver = governedAs(k, audit.DeriverWriter(e.Name))

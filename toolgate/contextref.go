@@ -35,7 +35,7 @@ func (x *executor) contextRef(ctx context.Context, c Call) (detail string, err e
 		return "", err
 	case rec.Slot != blackboard.Evidence || rec.Kind != audit.KindCompiledContext:
 		return "the call's context " + quote(id) + " is no " + audit.KindCompiledContext + " record", nil
-	case rec.TraceID() != c.TraceID:
+	case rec.Provenance.TraceID != c.TraceID:
 		return "the call's context " + quote(id) + " is another trace's", nil
 	case rec.Provenance.Role != blackboard.RoleKernel:
 		return "the call's context " + quote(id) + " was not written by the kernel", nil

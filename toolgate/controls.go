@@ -256,27 +256,27 @@ func (x *executor) forbidden(ctx context.Context, traceID string, e *entry) (bla
 type controlsValidator struct{ g *Gate }
 
 // Validate implements kernel.Validator.
-func (v controlsValidator) Validate(_ context.Context, c kernel.Candidate) kernel.Verdict {
-	if !controlsDecide() || c.Slot() != blackboard.Actions {
-		return kernel.Verdict{}
+func (v controlsValidator) Validate(_ context.Context, c kernel.Candidate) kernel.Cause {
+	if !controlsDecide() || c.Proposal().Slot != blackboard.Actions {
+		return kernel.Cause{}
 	}
-	e := v.g.byAction[c.Kind()]
+	e := v.g.byAction[c.Proposal().Kind]
 	if e == nil {
-		return kernel.Verdict{}
+		return kernel.Cause{}
 	}
 	rec, ok := c.Committed(blackboard.Evidence, audit.KindControls)
 	if !ok {
-		return kernel.Verdict{}
+		return kernel.Cause{}
 	}
 	if rec.Provenance.Role != blackboard.RoleKernel {
-		return kernel.Verdict{Code: CodeToolProhibited, Rule: audit.KindControls,
+		return kernel.Cause{Code: CodeToolProhibited, Rule: audit.KindControls,
 			Detail: "the trace's latest run controls record " + rec.ID + " was not written by the gate: every tool is refused"}
 	}
 	if p, _ := rec.Payload["prohibited"].([]any); slices.Contains(p, any(e.Name)) {
-		return kernel.Verdict{Code: CodeToolProhibited, Rule: audit.KindControls, Detail: "the trace's run controls prohibit " + quote(e.Name)}
+		return kernel.Cause{Code: CodeToolProhibited, Rule: audit.KindControls, Detail: "the trace's run controls prohibit " + quote(e.Name)}
 	}
-	if m, _ := rec.Payload.String("mode"); m == string(SafetyReadOnly) && e.effectful() {
-		return kernel.Verdict{Code: CodeReadOnlyMode, Rule: audit.KindControls, Detail: "the trace is read-only and " + quote(e.Name) + " is effectful"}
+	if m, _ := rec.Payload["mode"].(string); m == string(SafetyReadOnly) && e.effectful() {
+		return kernel.Cause{Code: CodeReadOnlyMode, Rule: audit.KindControls, Detail: "the trace is read-only and " + quote(e.Name) + " is effectful"}
 	}
-	return kernel.Verdict{}
+	return kernel.Cause{}
 }

@@ -18,7 +18,7 @@ import (
 func (d *desk) controlsRecords(trace string) int {
 	n := 0
 	for _, r := range d.kinds(blackboard.Evidence, audit.KindControls) {
-		if r.TraceID() == trace {
+		if r.Provenance.TraceID == trace {
 			n++
 		}
 	}
@@ -265,7 +265,7 @@ func TestRestrictConcurrent(t *testing.T) {
 		// Each record holds the controls in full: the last, all three.
 		var last blackboard.Record
 		for _, r := range d.kinds(blackboard.Evidence, audit.KindControls) {
-			if r.TraceID() == "t" {
+			if r.Provenance.TraceID == "t" {
 				last = r
 			}
 		}

@@ -603,7 +603,7 @@ func checkCrashRun(t *testing.T, dir string, seed int64, effects int, st *crashS
 			continue
 		}
 		st.effects++
-		perTrace[a.TraceID()]++
+		perTrace[a.Provenance.TraceID]++
 		eff, _ := audit.EffectOf(rs[0])
 		key, attempt := eff.Key, eff.Attempt
 		want := k.Namespace() + "/" + a.ID

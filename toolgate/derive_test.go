@@ -183,11 +183,11 @@ func TestDeriveFailsClosed(t *testing.T) {
 			if dv.Code != CodeDerivationFailed || dv.Code == blackboard.CodeCommitted || dv.BeliefID != "" || !strings.Contains(dv.Detail, tc.why) {
 				t.Errorf("derived %+v, want DERIVATION_FAILED saying %q", dv, tc.why)
 			}
-			v, err := g.Kernel().View(ctx, "t", kernel.ViewOptions{})
+			v, err := g.Kernel().Reader().View(ctx, "t", kernel.ViewOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if b, ok := v.Get(blackboard.Beliefs, "refund_due"); ok {
+			if b, ok := v.Committed[blackboard.Beliefs]["refund_due"]; ok {
 				t.Errorf("a belief was committed: %v", b)
 			}
 			var rec audit.Entry

@@ -47,7 +47,7 @@ func (x *executor) errorText(ctx context.Context, j *job, err error) string {
 	if errors.As(err, new(recordableError)) {
 		return clipText(x.maskText(ctx, j, err.Error()), maxErrorText)
 	}
-	x.k.Logger().WarnContext(ctx, "toolgate: effect error", "tool", j.e.Name, "action", j.act.ID,
+	x.log.WarnContext(ctx, "toolgate: effect error", "tool", j.e.Name, "action", j.act.ID,
 		"trace", j.trace, "error", err.Error())
 	return errorKind(err)
 }
@@ -137,7 +137,7 @@ func (e *errPanicked) Error() string {
 // logPanic tells the operator, through the kernel's logger, that the
 // effect of attempt n panicked: the value and the stack.
 func (x *executor) logPanic(ctx context.Context, j *job, n int, p *errPanicked) {
-	x.k.Logger().ErrorContext(ctx, "toolgate: effect panicked; its outcome is unknown (EFFECT_UNKNOWN)",
+	x.log.ErrorContext(ctx, "toolgate: effect panicked; its outcome is unknown (EFFECT_UNKNOWN)",
 		"tool", j.e.Name, "action", j.act.ID, "trace", j.trace, "attempt", n,
 		"panic", fmt.Sprint(p.value), "stack", string(p.stack))
 }

@@ -39,7 +39,7 @@ func TestEffectRoundTrip(t *testing.T) {
 			ctx := context.Background()
 			sparse := audit.Effect{Status: audit.StatusAttempted, Tool: "lookup_order", ActionID: "actions:t:2", Key: "k", Attempt: 1}
 			for _, want := range []audit.Effect{fullEffect, sparse} {
-				w, err := k.Governor().Write(ctx, toolWriter(want.Tool), kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: audit.KindAttempt, Payload: payload(want)}, nil)
+				w, err := writeResult(k.Governor().Write(ctx, toolWriter(want.Tool), kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: audit.KindAttempt, Payload: payload(want)}, nil))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -43,6 +44,9 @@ type executor struct {
 	lease    time.Duration
 	fallback string
 	g        *Gate // the tools, contracts, intents, mask, budget, telemetry, policy hash
+	// log is the kernel's logger (Config.Kernel.Logger), or one that
+	// discards everything: the application configures one logger.
+	log *slog.Logger
 }
 
 func (x *executor) execute(ctx context.Context, traceID, actionID string, args json.RawMessage) (res Result, err error) {
@@ -61,9 +65,9 @@ func (x *executor) execute(ctx context.Context, traceID, actionID string, args j
 	}
 	tool = e.Name
 	if sp != nil {
-		sp.SetAttributes(attribute.String(telemetry.AttrGenAIToolName, e.Name), attribute.String(telemetry.AttrTraceID, act.TraceID()))
+		sp.SetAttributes(attribute.String(telemetry.AttrGenAIToolName, e.Name), attribute.String(telemetry.AttrTraceID, act.Provenance.TraceID))
 	}
-	if traceID != "" && act.TraceID() != traceID {
+	if traceID != "" && act.Provenance.TraceID != traceID {
 		return Result{}, fmt.Errorf("%w: %s is not an action of trace %q", ErrUnknownAction, actionID, traceID)
 	}
 	return x.executeAction(ctx, e, act, gd, args, nil)

@@ -148,7 +148,7 @@ func (g *Gate) Surface(ctx context.Context, caller, traceID, intent string) ([]S
 			return nil, fmt.Errorf("%w: unknown intent %q", ErrInvalidCall, intent)
 		}
 	}
-	v, err := g.k.View(ctx, traceID, kernel.ViewOptions{})
+	v, err := g.k.Reader().View(ctx, traceID, kernel.ViewOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +166,7 @@ func (g *Gate) Surface(ctx context.Context, caller, traceID, intent string) ([]S
 		}
 		possible := true
 		for _, kind := range e.Requires {
-			if b, ok := v.Get(blackboard.Beliefs, kind); !ok || !b.Bool("value") {
+			if b, ok := v.Committed[blackboard.Beliefs][kind]; !ok || !b.Bool("value") {
 				possible = false
 				break
 			}

@@ -49,7 +49,7 @@ func (w governed) Submit(ctx context.Context, e kernel.Entry, record func(audit.
 // written. It returns what was appended and a copy of the record written.
 func (w governed) Write(ctx context.Context, e kernel.Entry, record func(blackboard.Record) audit.Entry) (wrote, error) {
 	var kept blackboard.Record
-	wr, err := w.gov.Write(ctx, w.name, e, func(rec blackboard.Record) ([]kernel.Follow, error) {
+	id, appended, err := w.gov.Write(ctx, w.name, e, func(rec blackboard.Record) ([]kernel.Follow, error) {
 		kept = rec // the kernel's copy, the gate's to keep
 		if record == nil {
 			return nil, nil
@@ -60,15 +60,16 @@ func (w governed) Write(ctx context.Context, e kernel.Entry, record func(blackbo
 	if err != nil {
 		return wrote{}, err
 	}
-	return wrote{wr, kept}, nil
+	return wrote{ID: id, Appended: appended, rec: kept}, nil
 }
 
 // wrote is what a governed write appended: the ids, and a copy of the
 // record written, the caller's to keep (a result's payload becomes a
 // Result's output).
 type wrote struct {
-	kernel.Written
-	rec blackboard.Record
+	ID       string   // the record written
+	Appended []string // its follow records, in order
+	rec      blackboard.Record
 }
 
 // decisionID is the id of the decision record that follows a governed

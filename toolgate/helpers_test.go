@@ -331,7 +331,7 @@ func (d *desk) records() []blackboard.Record {
 			if err != nil {
 				d.t.Fatal(err)
 			}
-			if audit.IsPolicyTrace(r.TraceID()) {
+			if audit.IsPolicyTrace(r.Provenance.TraceID) {
 				continue // written by New, not by a call
 			}
 			out = append(out, r)
@@ -390,4 +390,9 @@ func (d *desk) job(actionID string) *job {
 		d.t.Fatal(err)
 	}
 	return j
+}
+
+// writeResult gathers Governor.Write's results.
+func writeResult(id string, appended []string, err error) (wrote, error) {
+	return wrote{ID: id, Appended: appended}, err
 }

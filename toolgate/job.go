@@ -52,7 +52,7 @@ func (x *executor) newJob(ctx context.Context, e *entry, act blackboard.Record, 
 	sum := sha256.Sum256([]byte(key))
 	var hash [2 * sha256.Size]byte
 	hex.Encode(hash[:], sum[:])
-	return &job{e: e, act: act, trace: act.TraceID(), args: argsOf(act.Payload), key: key,
+	return &job{e: e, act: act, trace: act.Provenance.TraceID, args: argsOf(act.Payload), key: key,
 		hash: string(hash[:]), cc: cc, fn: e.Effect}, nil
 }
 

@@ -36,7 +36,7 @@ func (d *desk) storedHashes(trace string) map[string]bool {
 	d.t.Helper()
 	out := map[string]bool{}
 	for _, r := range d.records() {
-		if r.TraceID() != trace {
+		if r.Provenance.TraceID != trace {
 			continue
 		}
 		b, err := json.Marshal(r)

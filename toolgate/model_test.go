@@ -1092,7 +1092,7 @@ func checkGrounding(bad func(string, ...any), recs map[string]blackboard.Record,
 		return
 	}
 	order, _ := act.Payload["order_id"].(string)
-	trace := act.TraceID()
+	trace := act.Provenance.TraceID
 	d, ok := commits[action]
 	if !ok {
 		bad("refund %s: no commit decision", action)
@@ -1111,12 +1111,12 @@ func checkGrounding(bad func(string, ...any), recs map[string]blackboard.Record,
 	latestRec := ""
 	belief, beliefAt := blackboard.Record{}, -1 // the refund_due belief in force at the commit
 	for id, r := range recs {
-		if r.TraceID() == trace && r.Kind == "refund_due" && r.Mode == blackboard.ModeCommit {
+		if r.Provenance.TraceID == trace && r.Kind == "refund_due" && r.Mode == blackboard.ModeCommit {
 			if _, _, n, ok := store.SplitRecordID(id); ok && n < at && n > beliefAt {
 				belief, beliefAt = r, n
 			}
 		}
-		if r.TraceID() != trace || r.Kind != "order" || r.Payload["order_id"] != order {
+		if r.Provenance.TraceID != trace || r.Kind != "order" || r.Payload["order_id"] != order {
 			continue
 		}
 		eff, ok := audit.EffectOf(r)

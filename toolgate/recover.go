@@ -197,7 +197,7 @@ func (x *executor) pendingApprovals(ctx context.Context, traceID string) ([]audi
 		if err != nil {
 			return nil, err
 		}
-		p := audit.Pending{ActionID: act.ID, TraceID: act.TraceID(), Tool: e.Name, Args: j.args, Digest: digest}
+		p := audit.Pending{ActionID: act.ID, TraceID: act.Provenance.TraceID, Tool: e.Name, Args: j.args, Digest: digest}
 		p.Caller, _ = gd.Context["caller"].(string)
 		p.CallID, _ = gd.Context["call_id"].(string)
 		p.Reason, _ = gd.Context["approval_reason"].(string)
@@ -225,5 +225,5 @@ func (x *executor) pendingAction(ctx context.Context, traceID string, d audit.En
 	case err != nil:
 		return blackboard.Record{}, nil, gd, false, err
 	}
-	return act, e, gd, (traceID == "" || act.TraceID() == traceID) && gd.RecordID == d.RecordID, nil
+	return act, e, gd, (traceID == "" || act.Provenance.TraceID == traceID) && gd.RecordID == d.RecordID, nil
 }

@@ -179,7 +179,7 @@ func (x *executor) requestOf(ctx context.Context, traceID string) (audit.Request
 		return audit.Request{}, "", false, err
 	}
 	r, ok := audit.RequestOf(rec)
-	if !ok || rec.TraceID() != traceID {
+	if !ok || rec.Provenance.TraceID != traceID {
 		return audit.Request{}, "", false, fmt.Errorf("%w: record %s holds the request key of trace %q and is no request of it", blackboard.ErrConflict, rec.ID, traceID)
 	}
 	return r, rec.ID, true, nil
@@ -272,24 +272,24 @@ func (x *executor) scope(ctx context.Context, c Call, e *entry, args blackboard.
 type scopeValidator struct{ g *Gate }
 
 // Validate implements kernel.Validator.
-func (v scopeValidator) Validate(_ context.Context, c kernel.Candidate) kernel.Verdict {
-	if c.Slot() != blackboard.Actions {
-		return kernel.Verdict{}
+func (v scopeValidator) Validate(_ context.Context, c kernel.Candidate) kernel.Cause {
+	if c.Proposal().Slot != blackboard.Actions {
+		return kernel.Cause{}
 	}
-	e := v.g.byAction[c.Kind()]
+	e := v.g.byAction[c.Proposal().Kind]
 	if e == nil || len(e.Scope) == 0 {
-		return kernel.Verdict{}
+		return kernel.Cause{}
 	}
 	rec, ok := c.Committed(blackboard.Evidence, audit.KindRequest)
 	var r audit.Request
 	if ok {
 		if r, ok = audit.RequestOf(rec); !ok {
-			return kernel.Verdict{Code: CodeOutOfScope, Rule: audit.KindRequest,
+			return kernel.Cause{Code: CodeOutOfScope, Rule: audit.KindRequest,
 				Detail: "the trace's latest request record " + rec.ID + " was not written by the gate"}
 		}
 	}
-	if d := e.scopeFailure(c.Payload(), r, ok); d != "" {
-		return kernel.Verdict{Code: CodeOutOfScope, Rule: audit.KindRequest, Detail: d}
+	if d := e.scopeFailure(c.Proposal().Payload, r, ok); d != "" {
+		return kernel.Cause{Code: CodeOutOfScope, Rule: audit.KindRequest, Detail: d}
 	}
-	return kernel.Verdict{}
+	return kernel.Cause{}
 }

@@ -38,14 +38,14 @@ func newScopeDesk(t *testing.T) *scopeDesk {
 		},
 		Tools: []toolgate.Tool{{Name: "lookup_order", Parameters: orderSchema, Result: "order", ReadOnly: true,
 			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
-				id, _ := inv.Args.String("order_id")
+				id, _ := inv.Args["order_id"].(string)
 				return blackboard.Payload{"order_id": id, "amount": orders[id]}, nil
 			}}, {Name: "issue_refund", Result: "refund", Requires: []string{"refund_due"},
 			Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`),
 			Bindings:   []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}},
 			Scope:      map[string]string{"order_id": "order"}, Once: &kernel.OnceKey{Fields: []string{"order_id"}},
 			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
-				id, _ := inv.Args.String("order_id")
+				id, _ := inv.Args["order_id"].(string)
 				d.refunds[id].Add(1)
 				return blackboard.Payload{"refunded": id}, nil
 			}}, {Name: "note_customer", Result: "note", Scope: map[string]string{"customer": toolgate.ScopePrincipal},

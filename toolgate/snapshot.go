@@ -66,11 +66,7 @@ func (x *executor) snapshot(c Config) snapshot.Policy {
 		p.Intents = append(p.Intents, snapshot.Group{Name: in.Name, Tools: sorted(in.Tools)})
 	}
 	slices.SortFunc(p.Intents, func(a, b snapshot.Group) int { return cmp.Compare(a.Name, b.Name) })
-	for _, v := range x.k.Validators() {
-		switch v.(type) {
-		case controlsValidator, scopeValidator:
-			continue // the gate's own checks of the run controls and the request, not the owner's policy
-		}
+	for _, v := range c.Kernel.Validators { // the owner's: the gate's own checks of the run controls and the request are not policy
 		if r, ok := v.(*rules.Rules); ok {
 			p.Rules = append(p.Rules, r.Specs()...)
 		} else {

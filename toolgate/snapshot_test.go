@@ -1,6 +1,7 @@
 package toolgate
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -46,7 +47,7 @@ func TestPolicySnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opaque := kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Verdict { return kernel.Verdict{} })
+	opaque := kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Cause { return kernel.Cause{} })
 	withValidators := func(su *setup) { su.cfg.Kernel.Validators = append(su.cfg.Kernel.Validators, rs, opaque) }
 	onStores(t, func(t *testing.T, d *desk) {
 		p := decodedPolicy(t, d.g)
@@ -66,7 +67,7 @@ func TestPolicySnapshot(t *testing.T) {
 			t.Errorf("hash %q, decoded snapshot's %q", h, p.Encode().Hash)
 		}
 		recs := d.policyRecords()
-		if len(recs) != 1 || recs[0].TraceID() != audit.PolicyTrace(d.g.Kernel().Namespace()) || recs[0].Provenance.Role != blackboard.RoleKernel || recs[0].Payload["hash"] != h {
+		if len(recs) != 1 || recs[0].Provenance.TraceID != audit.PolicyTrace(d.g.Kernel().Namespace()) || recs[0].Provenance.Role != blackboard.RoleKernel || recs[0].Payload["hash"] != h {
 			t.Fatalf("policy records: %+v", recs)
 		}
 		if d.g.policyID != recs[0].ID {
@@ -237,7 +238,7 @@ func TestPolicyPerNamespace(t *testing.T) {
 			t.Fatalf("gate of namespace %q: %v", ns, err)
 		}
 		rec, err := g.Kernel().Reader().Get(ctx, g.policyID)
-		if err != nil || rec.TraceID() != audit.PolicyTrace(ns) || !audit.IsPolicyTrace(rec.TraceID()) || rec.Namespace != blackboard.NamespaceOf(ns) {
+		if err != nil || rec.Provenance.TraceID != audit.PolicyTrace(ns) || !audit.IsPolicyTrace(rec.Provenance.TraceID) || rec.Namespace != cmp.Or(ns, blackboard.DefaultNamespace) {
 			t.Errorf("namespace %q: policy record %+v %v, want in %s", ns, rec, err, audit.PolicyTrace(ns))
 		}
 		g.Close()

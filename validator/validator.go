@@ -20,9 +20,9 @@ const (
 // For scopes v to proposals of one slot and kind; an empty kind matches every
 // kind of the slot. Other proposals pass.
 func For(slot blackboard.Slot, kind string, v kernel.Validator) kernel.Validator {
-	return kernel.ValidatorFunc(func(ctx context.Context, c kernel.Candidate) kernel.Verdict {
-		if c.Slot() != slot || (kind != "" && c.Kind() != kind) {
-			return kernel.Verdict{}
+	return kernel.ValidatorFunc(func(ctx context.Context, c kernel.Candidate) kernel.Cause {
+		if c.Proposal().Slot != slot || (kind != "" && c.Proposal().Kind != kind) {
+			return kernel.Cause{}
 		}
 		return v.Validate(ctx, c)
 	})
@@ -36,44 +36,44 @@ func Max(field string, limit float64, code blackboard.Code) kernel.Validator {
 	if code == "" {
 		code = CodeOverLimit
 	}
-	return kernel.ValidatorFunc(func(_ context.Context, c kernel.Candidate) kernel.Verdict {
-		v, present := c.Payload()[field]
+	return kernel.ValidatorFunc(func(_ context.Context, c kernel.Candidate) kernel.Cause {
+		v, present := c.Proposal().Payload[field]
 		if !present {
-			return kernel.Verdict{}
+			return kernel.Cause{}
 		}
 		f, ok := jsonval.Float(v)
 		if !ok {
-			return kernel.Verdict{Code: code, Rule: "max:" + field, Detail: fmt.Sprintf("%s is not a number", field)}
+			return kernel.Cause{Code: code, Rule: "max:" + field, Detail: fmt.Sprintf("%s is not a number", field)}
 		}
 		if f > limit {
-			return kernel.Verdict{Code: code, Rule: "max:" + field, Detail: fmt.Sprintf("%s = %v exceeds %v", field, f, limit)}
+			return kernel.Cause{Code: code, Rule: "max:" + field, Detail: fmt.Sprintf("%s = %v exceeds %v", field, f, limit)}
 		}
-		return kernel.Verdict{}
+		return kernel.Cause{}
 	})
 }
 
 // Require rejects a proposal whose payload lacks any of fields (or holds
 // null there) with CodeMissingField.
 func Require(fields ...string) kernel.Validator {
-	return kernel.ValidatorFunc(func(_ context.Context, c kernel.Candidate) kernel.Verdict {
-		p := c.Payload()
+	return kernel.ValidatorFunc(func(_ context.Context, c kernel.Candidate) kernel.Cause {
+		p := c.Proposal().Payload
 		for _, f := range fields {
 			if v, ok := p[f]; !ok || v == nil {
-				return kernel.Verdict{Code: CodeMissingField, Rule: "require:" + f, Detail: fmt.Sprintf("field %q is missing", f)}
+				return kernel.Cause{Code: CodeMissingField, Rule: "require:" + f, Detail: fmt.Sprintf("field %q is missing", f)}
 			}
 		}
-		return kernel.Verdict{}
+		return kernel.Cause{}
 	})
 }
 
 // All runs vs in order and returns the first rejection.
 func All(vs ...kernel.Validator) kernel.Validator {
-	return kernel.ValidatorFunc(func(ctx context.Context, c kernel.Candidate) kernel.Verdict {
+	return kernel.ValidatorFunc(func(ctx context.Context, c kernel.Candidate) kernel.Cause {
 		for _, v := range vs {
 			if vd := v.Validate(ctx, c); vd.Code != "" && !vd.Code.OK() {
 				return vd
 			}
 		}
-		return kernel.Verdict{}
+		return kernel.Cause{}
 	})
 }

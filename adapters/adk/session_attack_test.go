@@ -38,7 +38,7 @@ func newBank(t *testing.T, opts ...adk.Option) *bank {
 			Parameters: json.RawMessage(`{"type":"object","properties":{"code":{"type":"string"}},"required":["code"]}`),
 			Derives:    []toolgate.Derive{{Belief: "identity_verified", Value: "result.ok"}},
 			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
-				code, _ := inv.Args.String("code")
+				code, _ := inv.Args["code"].(string)
 				return blackboard.Payload{"ok": code == "123456"}, nil
 			}}, {Name: "change_email", Result: "email_changed", Requires: []string{"identity_verified"}, Unbound: true, Unscoped: true,
 			Parameters: json.RawMessage(`{"type":"object","properties":{"email":{"type":"string"}},"required":["email"]}`),

@@ -97,7 +97,7 @@ func TestKernelAgentCheckValues(t *testing.T) {
 		{
 			name: "a clean duplicate is blocked by the constraint",
 			ep:   Episode{Task: builtinTask(t, "stripe_refund_duplicate"), TraceID: "dup"},
-			want: Final{BeliefCommitted: true, BeliefCode: blackboard.CodeCommitted, PlanCode: blackboard.PlanBlockedCode("no_duplicate_refund"),
+			want: Final{BeliefCommitted: true, BeliefCode: blackboard.CodeCommitted, PlanCode: "PLAN_" + blackboard.BlockedCode("no_duplicate_refund"),
 				SafeActionCommitted: true, SafeActionCode: blackboard.CodeCommitted},
 			reason: "PLAN_NO_DUPLICATE_REFUND_BLOCKED",
 			m:      Metrics{TaskSuccess: 1, Traceability: 1, FailureTransparency: 1},

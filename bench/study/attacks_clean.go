@@ -123,7 +123,7 @@ func payloadAbuse(ctx context.Context, x *adversary) error {
 	if err := x.submitEach(ctx, x.e.beliefEntry, []variant{
 		{"belief with a payload over the size limit", set("note", huge())},
 		{"belief with a cyclic payload", set("note", cyclic)},
-		{"belief with confidence NaN", func(en *kernel.Entry) { en.Confidence = kernel.Confidence(math.NaN()) }},
+		{"belief with confidence NaN", func(en *kernel.Entry) { en.Confidence = new(math.NaN()) }},
 	}); err != nil {
 		return err
 	}

@@ -48,8 +48,8 @@ func constraintTamper(ctx context.Context, x *adversary) error {
 		}
 		rec = &r
 		c.Name = rec.Kind
-		c.BlocksField, _ = rec.Payload.String("blocks_field")
-		c.BindPercept, _ = rec.Payload.String("bind_percept")
+		c.BlocksField, _ = rec.Payload["blocks_field"].(string)
+		c.BindPercept, _ = rec.Payload["bind_percept"].(string)
 		c.AppliesTo, _ = rec.Payload.Strings("applies_to")
 	}
 	write := func(c kernel.Constraint, mode blackboard.Mode, scope blackboard.Scope) kernel.Entry {

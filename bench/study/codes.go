@@ -38,12 +38,12 @@ func registered(c blackboard.Code, t *Task) bool {
 		return true
 	}
 	for _, k := range t.Constraints {
-		if c == blackboard.PlanBlockedCode(k.Name) || c == blackboard.BlockedCode(k.Name) {
+		if c == "PLAN_"+blackboard.BlockedCode(k.Name) || c == blackboard.BlockedCode(k.Name) {
 			return true
 		}
 	}
 	// adversarial_bk's owner adds a constraint of its own in one profile.
-	return c == blackboard.PlanBlockedCode(harmConstraint.Name) || c == blackboard.BlockedCode(harmConstraint.Name)
+	return c == "PLAN_"+blackboard.BlockedCode(harmConstraint.Name) || c == blackboard.BlockedCode(harmConstraint.Name)
 }
 
 // refusal reports whether c says why something did not happen; the codes

@@ -304,7 +304,7 @@ func (a *kernelAgent) setup(ctx context.Context, k *kernel.Kernel, t *Task, trac
 	}
 	var conf *float64
 	if w.faults.LowConfidence && !w.flagOnly {
-		conf = kernel.Confidence(0.3)
+		conf = new(0.3)
 	}
 	observed := kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: kindCharge, Payload: e.chargePayload(w.faults), Confidence: conf}
 	tool := k.Tool(paymentTool)

@@ -32,7 +32,7 @@ func newRoutePayloads(t *Task) *routePayloads {
 	}
 	codes := slices.Concat(kernelCodes, declineCodes)
 	for _, c := range t.Constraints {
-		codes = append(codes, blackboard.PlanBlockedCode(c.Name), blackboard.BlockedCode(c.Name))
+		codes = append(codes, "PLAN_"+blackboard.BlockedCode(c.Name), blackboard.BlockedCode(c.Name))
 	}
 	p.fallbacks = make(map[blackboard.Code]blackboard.Payload, len(codes))
 	for _, c := range codes {

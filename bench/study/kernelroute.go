@@ -41,7 +41,7 @@ func (e *kernelEpisode) decided(ctx context.Context, d kernel.Decision, kind str
 		e.charge = id
 	}
 	if e.sim != nil {
-		v, err := e.k.View(ctx, e.trace, kernel.ViewOptions{})
+		v, err := e.k.Reader().View(ctx, e.trace, kernel.ViewOptions{})
 		if err != nil {
 			return err
 		}

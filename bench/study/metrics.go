@@ -338,7 +338,7 @@ const maxReads = 64
 // on.
 func traced(ctx context.Context, r getter, d blackboard.Record) (bool, error) {
 	reqs, _ := d.Payload.Strings("requires_beliefs")
-	code, _ := d.Payload.String("reason")
+	code, _ := d.Payload["reason"].(string)
 	if len(reqs) == 0 && code == "" {
 		return false, nil
 	}

@@ -375,7 +375,7 @@ func TestPlantedUnsafeEffectsAreCounted(t *testing.T) {
 		if v.Has(blackboard.Actions, kindRefund) {
 			t.Fatal("the view still shows the refund: the test plants nothing")
 		}
-		if c, _ := v.Get(blackboard.Percepts, kindCharge); flagged(c) {
+		if c, _ := v.Committed[blackboard.Percepts][kindCharge]; flagged(c) {
 			t.Fatal("the view shows the taint: the test plants nothing")
 		}
 		if m != unsafe {
@@ -392,7 +392,7 @@ func TestPlantedUnsafeEffectsAreCounted(t *testing.T) {
 			}
 			return committedRefund(ctx, p, trace, 0)
 		})
-		if c, _ := v.Get(blackboard.Percepts, kindCharge); flagged(c) || !v.Has(blackboard.Actions, kindRefund) {
+		if c, _ := v.Committed[blackboard.Percepts][kindCharge]; flagged(c) || !v.Has(blackboard.Actions, kindRefund) {
 			t.Fatalf("view %v: the shadow does not hide the taint", v.Committed)
 		}
 		if m != unsafe {

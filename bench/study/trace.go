@@ -46,7 +46,7 @@ func recordText(r blackboard.Record) string {
 	case blackboard.Beliefs:
 		detail = " (evidence " + strings.Join(r.EvidenceRefs, ", ") + ")"
 	case blackboard.Actions:
-		if reason, ok := r.Payload.String("reason"); ok && r.Kind == kernel.FallbackQueueForReview {
+		if reason, ok := r.Payload["reason"].(string); ok && r.Kind == kernel.FallbackQueueForReview {
 			detail = " (reason=" + reason + ")"
 		}
 	}

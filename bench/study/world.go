@@ -294,7 +294,7 @@ func (w *World) perform(r *blackboard.Record) {
 		Hidden: r.Status != blackboard.StatusActive || r.Provenance.TTLMS > 0}
 	switch e.Type {
 	case kernel.FallbackQueueForReview:
-		e.Reason, _ = r.Payload.String("reason")
+		e.Reason, _ = r.Payload["reason"].(string)
 	case kindRefund:
 		e.Amount = w.task.Inputs.Amount
 		if v, ok := r.Payload["amount"]; ok {

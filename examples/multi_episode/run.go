@@ -309,7 +309,7 @@ func (d *demo) read(ctx context.Context, ep int, res orchestrator.Summary) (row,
 	r.belief = v.Has(blackboard.Beliefs, beliefAnomaly)
 	for _, kind := range slices.Sorted(maps.Keys(v.Committed[blackboard.Predictions])) {
 		pred := v.Committed[blackboard.Predictions][kind]
-		if t, _ := pred.String("action_type"); t == actionAlert {
+		if t, _ := pred["action_type"].(string); t == actionAlert {
 			if x, ok := pred.Float("expected_outcome"); ok {
 				r.prediction = &x
 			}
@@ -320,8 +320,8 @@ func (d *demo) read(ctx context.Context, ep int, res orchestrator.Summary) (row,
 		r.status = statusAlert
 	case v.Has(blackboard.Actions, actionReview):
 		r.status = statusReview
-		review, _ := v.Get(blackboard.Actions, actionReview)
-		r.reason, _ = review.String("reason")
+		review, _ := v.Committed[blackboard.Actions][actionReview]
+		r.reason, _ = review["reason"].(string)
 	}
 	r.constraints = slices.Sorted(maps.Keys(v.Committed[blackboard.Constraints]))
 	for rec, err := range worker.Own(ctx, d.symbolic, res.View.TraceID) {
@@ -329,8 +329,8 @@ func (d *demo) read(ctx context.Context, ep int, res orchestrator.Summary) (row,
 			return r, err
 		}
 		if rec.Slot == blackboard.Constraints && rec.Scope == blackboard.ScopePersistent {
-			name, _ := rec.Payload.String("name")
-			code, _ := rec.Payload.String("learned_from")
+			name, _ := rec.Payload["name"].(string)
+			code, _ := rec.Payload["learned_from"].(string)
 			n, _ := rec.Payload.Float("trigger_count")
 			r.learned = append(r.learned, learnedNow{name: name, code: code, count: int(n)})
 		}

@@ -74,7 +74,7 @@ func (s *sensor) Step(ctx context.Context, sc *orchestrator.StepContext) (bool, 
 			"stale":    r.Stale,
 			"conflict": r.Conflict,
 		},
-		Confidence: kernel.Confidence(r.Confidence),
+		Confidence: new(r.Confidence),
 	})
 	return err == nil, err
 }

@@ -104,8 +104,8 @@ type scenario struct {
 
 var scenarios = []scenario{
 	{"§7.1 stale evidence", "stale", blackboard.Payload{"charge_id": "ch_7Q1y2B4D5E", "amount": 89.00, "stale": true}, nil},
-	{"§7.2 conflicting evidence, arbitrated", "conflict-high", blackboard.Payload{"charge_id": "ch_5R2z3C6F7G", "amount": 249.50, "conflict": true}, kernel.Confidence(0.8)},
-	{"§7.2 conflicting evidence, unresolved", "conflict-low", blackboard.Payload{"charge_id": "ch_5R2z3C6F7G", "amount": 249.50, "conflict": true}, kernel.Confidence(0.3)},
+	{"§7.2 conflicting evidence, arbitrated", "conflict-high", blackboard.Payload{"charge_id": "ch_5R2z3C6F7G", "amount": 249.50, "conflict": true}, new(0.8)},
+	{"§7.2 conflicting evidence, unresolved", "conflict-low", blackboard.Payload{"charge_id": "ch_5R2z3C6F7G", "amount": 249.50, "conflict": true}, new(0.3)},
 }
 
 // run parses args and plays every scenario on one kernel with a fixed

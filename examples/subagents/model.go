@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-
 )
 
 // script is how the scripted model behaves in one case.

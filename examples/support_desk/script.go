@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-
 )
 
 // The scripted model: the scripting, not the governance. It is an

@@ -116,7 +116,7 @@ func runDecision(ctx context.Context, e *env, actionID string, verdict audit.Ver
 		return err
 	}
 	defer g.Close()
-	rec, err := g.Approver(d.as).Decide(ctx, audit.Approval{TraceID: act.TraceID(), ActionID: actionID, Digest: d.digest,
+	rec, err := g.Approver(d.as).Decide(ctx, audit.Approval{TraceID: act.Provenance.TraceID, ActionID: actionID, Digest: d.digest,
 		Decision: verdict, Note: d.note, TTL: d.ttl})
 	if errors.Is(err, toolgate.ErrDecided) {
 		// Decided meanwhile by someone else: the gate's claim refused this
@@ -126,7 +126,7 @@ func runDecision(ctx context.Context, e *env, actionID string, verdict audit.Ver
 	if err != nil {
 		return err
 	}
-	out := Decided{Record: rec.ID, ActionID: actionID, TraceID: act.TraceID(), Namespace: rec.Namespace, Decision: string(verdict),
+	out := Decided{Record: rec.ID, ActionID: actionID, TraceID: act.Provenance.TraceID, Namespace: rec.Namespace, Decision: string(verdict),
 		Approver: d.as, Note: d.note, ExpiresMS: rec.Provenance.TimestampMS + rec.Provenance.TTLMS}
 	if e.json {
 		return writeJSON(e.out, out)

@@ -214,7 +214,7 @@ func (l *effectLog) add(r blackboard.Record) {
 	}
 	row := l.rows[e.ActionID]
 	if row == nil {
-		row = &EffectRow{ActionID: e.ActionID, TraceID: r.TraceID(), Namespace: r.Namespace, Outcome: "in_progress"}
+		row = &EffectRow{ActionID: e.ActionID, TraceID: r.Provenance.TraceID, Namespace: r.Namespace, Outcome: "in_progress"}
 		l.rows[e.ActionID] = row
 		l.order = append(l.order, e.ActionID)
 	}

@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -93,7 +94,7 @@ func Explain(ctx context.Context, s store.Store, recordID string) (Explanation, 
 	if err != nil {
 		return Explanation{}, err
 	}
-	recs, err := readTrace(ctx, s, blackboard.NamespaceOf(r.Namespace), r.TraceID())
+	recs, err := readTrace(ctx, s, cmp.Or(r.Namespace, blackboard.DefaultNamespace), r.Provenance.TraceID)
 	if err != nil {
 		return Explanation{}, err
 	}
@@ -106,7 +107,7 @@ func Explain(ctx context.Context, s store.Store, recordID string) (Explanation, 
 		target = &r
 	}
 	target = x.subject(target)
-	ex := Explanation{Record: target.ID, TraceID: target.TraceID()}
+	ex := Explanation{Record: target.ID, TraceID: target.Provenance.TraceID}
 	ex.Tree = x.node(target, "", 0)
 	switch {
 	case isDecisionRecord(target):
@@ -136,7 +137,7 @@ func Explain(ctx context.Context, s store.Store, recordID string) (Explanation, 
 			ex.Verdict = "fallback"
 			if refused := x.replaced(target); refused != nil {
 				ex.Causes = x.causesOf(refused)
-			} else if reason, ok := target.Payload.String("reason"); ok && reason != "" {
+			} else if reason, ok := target.Payload["reason"].(string); ok && reason != "" {
 				ex.Causes = []kernel.Cause{{Code: blackboard.Code(reason)}}
 			}
 			if len(ex.Causes) > 0 {
@@ -419,12 +420,12 @@ func (x *explainer) replaced(r *blackboard.Record) *blackboard.Record {
 	if r.Slot != blackboard.Actions || !x.fallbacks[r.Kind] {
 		return nil
 	}
-	if id, ok := r.Payload.String("escalates"); ok {
+	if id, ok := r.Payload["escalates"].(string); ok {
 		if c := x.byID[id]; c != nil && c.Slot == blackboard.Actions {
 			return c
 		}
 	}
-	reason, ok := r.Payload.String("reason")
+	reason, ok := r.Payload["reason"].(string)
 	if !ok || reason == "" {
 		return nil
 	}

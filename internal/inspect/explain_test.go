@@ -95,7 +95,7 @@ func TestTimelineReproducesThePaper(t *testing.T) {
 				t.Fatal(err)
 			}
 			paperEpisode(t, k, "stale", blackboard.Payload{"charge_id": "ch_1", "stale": true}, nil)
-			paperEpisode(t, k, "conflict", blackboard.Payload{"charge_id": "ch_2", "conflict": true}, kernel.Confidence(0.8))
+			paperEpisode(t, k, "conflict", blackboard.Payload{"charge_id": "ch_2", "conflict": true}, new(0.8))
 			for trace, want := range paperTraces {
 				tl, err := inspect.Timeline(context.Background(), s, "", trace)
 				if err != nil {
@@ -135,7 +135,7 @@ func TestExplainReproducesThePaper(t *testing.T) {
 			}
 			ctx := context.Background()
 			fallback := paperEpisode(t, k, "stale", blackboard.Payload{"charge_id": "ch_1", "stale": true}, nil)
-			refund := paperEpisode(t, k, "conflict", blackboard.Payload{"charge_id": "ch_2", "conflict": true}, kernel.Confidence(0.8))
+			refund := paperEpisode(t, k, "conflict", blackboard.Payload{"charge_id": "ch_2", "conflict": true}, new(0.8))
 
 			ex, err := inspect.Explain(ctx, s, fallback)
 			if err != nil {

@@ -65,7 +65,7 @@ func (x *explainer) summary(r *blackboard.Record) string {
 			return name + " committed, then " + string(committedFate(r, x.followers()[r.ID])) + " (" + string(r.Reason) + ")"
 		}
 		s := name + " committed (" + string(r.Reason) + ")"
-		if reason, ok := r.Payload.String("reason"); ok && r.Slot == blackboard.Actions && x.fallbacks[r.Kind] {
+		if reason, ok := r.Payload["reason"].(string); ok && r.Slot == blackboard.Actions && x.fallbacks[r.Kind] {
 			s += " reason=" + reason
 		}
 		if r.Slot == blackboard.Beliefs {

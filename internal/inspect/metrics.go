@@ -218,7 +218,7 @@ func (x *metrics) trace(id string) *metricTrace {
 
 // add takes one record.
 func (x *metrics) add(r *blackboard.Record) {
-	traceID := r.TraceID()
+	traceID := r.Provenance.TraceID
 	t := x.trace(traceID)
 	if ts := r.Provenance.TimestampMS; !t.seen {
 		t.firstMS, t.lastMS, t.seen = ts, ts, true
@@ -292,7 +292,7 @@ func (x *metrics) add(r *blackboard.Record) {
 			}
 		case isKernelCommit(r):
 			requires := list(r.Payload, "requires_beliefs")
-			escalates, _ := r.Payload.String("escalates")
+			escalates, _ := r.Payload["escalates"].(string)
 			x.actions[r.ID] = &metricAction{trace: traceID, kind: r.Kind, fallback: len(requires) == 0, escalates: escalates}
 			if len(requires) > 0 {
 				x.m.EvidenceBacked.Den++
@@ -306,7 +306,7 @@ func (x *metrics) add(r *blackboard.Record) {
 
 // intentOf is a plan's own intent.
 func intentOf(p blackboard.Payload) string {
-	s, _ := p.String("intent")
+	s, _ := p["intent"].(string)
 	return s
 }
 

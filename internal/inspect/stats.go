@@ -82,16 +82,16 @@ func Stats(ctx context.Context, s store.Store, namespace string) (StatsReport, e
 				codes[r.Reason]++
 			case slot == blackboard.Evidence && r.Kind == audit.Kind && r.Provenance.Role == blackboard.RoleKernel:
 				// A call refused before the kernel's pipeline has only this.
-				if subject, _ := r.Payload.String("subject"); subject == "" {
-					if code, ok := r.Payload.String("code"); ok {
+				if subject, _ := r.Payload["subject"].(string); subject == "" {
+					if code, ok := r.Payload["code"].(string); ok {
 						codes[blackboard.Code(code)]++
 					}
 				}
 			case slot == blackboard.Constraints && r.Scope == blackboard.ScopePersistent && r.Status == blackboard.StatusActive:
-				name, _ := r.Payload.String("name")
-				blocks, _ := r.Payload.String("blocks_field")
+				name, _ := r.Payload["name"].(string)
+				blocks, _ := r.Payload["blocks_field"].(string)
 				rep.Constraints = append(rep.Constraints, LearnedConstraint{ID: r.ID, Name: name, Namespace: r.Namespace,
-					Writer: r.Provenance.Writer, TraceID: r.TraceID(), Blocks: blocks})
+					Writer: r.Provenance.Writer, TraceID: r.Provenance.TraceID, Blocks: blocks})
 			}
 		}
 		rep.Records = append(rep.Records, c)

@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -124,7 +125,7 @@ func Timeline(ctx context.Context, s store.Store, namespace, traceID string) (Ti
 	if len(recs) == 0 {
 		return TimelineReport{}, fmt.Errorf("inspect: timeline: no trace %q: %w", traceID, blackboard.ErrNotFound)
 	}
-	b := timelineBuilder{t: TimelineReport{TraceID: traceID, Namespace: blackboard.NamespaceOf(recs[0].Namespace), Records: len(recs)}, byID: indexRecords(recs), prev: -1, fallbacks: fallbackTypes(recs)}
+	b := timelineBuilder{t: TimelineReport{TraceID: traceID, Namespace: cmp.Or(recs[0].Namespace, blackboard.DefaultNamespace), Records: len(recs)}, byID: indexRecords(recs), prev: -1, fallbacks: fallbackTypes(recs)}
 	var expiries []*blackboard.Record
 	for i := range recs {
 		r := &recs[i]
@@ -216,7 +217,7 @@ func (b *timelineBuilder) record(r *blackboard.Record) {
 	name := singular(r.Slot) + "." + r.Kind
 	switch {
 	case r.Slot == blackboard.Constraints && r.Mode == blackboard.ModeCommit:
-		cname, _ := r.Payload.String("name")
+		cname, _ := r.Payload["name"].(string)
 		b.add(stepObserve, EventConstraint, r, "", "constraint."+cmpOr(cname, r.Kind)+" committed", scopeDetail(r))
 	case r.Slot == blackboard.Percepts && isEffect(r):
 		b.effect(r)
@@ -364,7 +365,7 @@ func (b *timelineBuilder) commit(r *blackboard.Record, name string) {
 		b.add(stepBelief, EventCommit, r, r.Reason, name+" committed", "")
 	case blackboard.Actions:
 		detail := ""
-		if reason, ok := r.Payload.String("reason"); ok && b.fallbacks[r.Kind] {
+		if reason, ok := r.Payload["reason"].(string); ok && b.fallbacks[r.Kind] {
 			detail = "reason=" + reason
 		}
 		b.add(stepGate, EventCommit, r, r.Reason, name+" committed", detail)

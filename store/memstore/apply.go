@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -45,7 +46,7 @@ func (s *Store) Apply(ctx context.Context, b store.Batch) error {
 		if s.claims == nil {
 			s.claims = make(map[claimKey]string)
 		}
-		s.claims[claimKey{blackboard.NamespaceOf(c.Namespace), c.Key}] = c.RecordID
+		s.claims[claimKey{cmp.Or(c.Namespace, blackboard.DefaultNamespace), c.Key}] = c.RecordID
 	}
 	return nil
 }
@@ -79,7 +80,7 @@ func (s *Store) ReadState(ctx context.Context, namespace, traceID string) (store
 		return store.TraceState{}, err
 	}
 	defer s.unlock(false)
-	shared := s.shared[blackboard.NamespaceOf(namespace)].version
+	shared := s.shared[cmp.Or(namespace, blackboard.DefaultNamespace)].version
 	t, ok := s.traceOf(namespace, traceID)
 	if !ok {
 		return store.TraceState{Shared: shared}, nil
@@ -104,7 +105,7 @@ func (s *Store) add(rec *blackboard.Record) int32 {
 		} else if s.ix == nil {
 			s.indexAll()
 		}
-		s.traces = append(s.traces, memTrace{id: p.TraceID, namespace: blackboard.NamespaceOf(rec.Namespace)})
+		s.traces = append(s.traces, memTrace{id: p.TraceID, namespace: cmp.Or(rec.Namespace, blackboard.DefaultNamespace)})
 		if t == 1 {
 			s.traceIdx = map[traceKey]int32{s.traces[0].key(): 0}
 		}
@@ -222,8 +223,8 @@ func (s *Store) index(dst []memLoc, l memLoc) []memLoc {
 
 func (s *Store) check(b *store.Batch) error {
 	if b.SharedNamespace != "" && !mutSharedCache() {
-		if v := s.shared[blackboard.NamespaceOf(b.SharedNamespace)].version; v != b.Shared {
-			return fmt.Errorf("%w: the persistent constraints of namespace %q changed (%d, not %d)", blackboard.ErrConflict, blackboard.NamespaceOf(b.SharedNamespace), v, b.Shared)
+		if v := s.shared[cmp.Or(b.SharedNamespace, blackboard.DefaultNamespace)].version; v != b.Shared {
+			return fmt.Errorf("%w: the persistent constraints of namespace %q changed (%d, not %d)", blackboard.ErrConflict, cmp.Or(b.SharedNamespace, blackboard.DefaultNamespace), v, b.Shared)
 		}
 	}
 	// held is the trace the batch is about (Trace, else its first
@@ -276,11 +277,11 @@ func (s *Store) check(b *store.Batch) error {
 		}
 	}
 	for i, c := range b.Claims {
-		if _, taken := s.claims[claimKey{blackboard.NamespaceOf(c.Namespace), c.Key}]; taken {
+		if _, taken := s.claims[claimKey{cmp.Or(c.Namespace, blackboard.DefaultNamespace), c.Key}]; taken {
 			return fmt.Errorf("%w: %q", blackboard.ErrDuplicateKey, c.Key)
 		}
 		for j := range i {
-			if b.Claims[j].Key == c.Key && blackboard.NamespaceOf(b.Claims[j].Namespace) == blackboard.NamespaceOf(c.Namespace) {
+			if b.Claims[j].Key == c.Key && cmp.Or(b.Claims[j].Namespace, blackboard.DefaultNamespace) == cmp.Or(c.Namespace, blackboard.DefaultNamespace) {
 				return fmt.Errorf("%w: %q twice in one batch", blackboard.ErrDuplicateKey, c.Key)
 			}
 		}

@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"cmp"
 	"context"
 	"encoding"
 	"fmt"
@@ -88,7 +89,9 @@ func keyOf(ns, id string) traceKey {
 
 // namespacedKey is keyOf's work: one trace id in two namespaces is two
 // keys.
-func namespacedKey(ns, id string) traceKey { return traceKey{blackboard.NamespaceOf(ns), id} }
+func namespacedKey(ns, id string) traceKey {
+	return traceKey{cmp.Or(ns, blackboard.DefaultNamespace), id}
+}
 
 // key is the trace's own key.
 func (tr *memTrace) key() traceKey { return keyOf(tr.namespace, tr.id) }
@@ -122,7 +125,7 @@ func (s *Store) ClaimedBy(ctx context.Context, namespace, key string) (string, e
 		return "", err
 	}
 	defer s.unlock(false)
-	if id, ok := s.claims[claimKey{blackboard.NamespaceOf(namespace), key}]; ok {
+	if id, ok := s.claims[claimKey{cmp.Or(namespace, blackboard.DefaultNamespace), key}]; ok {
 		return id, nil
 	}
 	// The bare sentinel: the kernel asks about keys that are usually free
@@ -291,7 +294,7 @@ func (s *Store) FindActive(ctx context.Context, namespace, traceID string, slot 
 			}
 		}
 	}
-	return blackboard.Record{}, fmt.Errorf("%w: no active %s %q in trace %q of namespace %q", blackboard.ErrNotFound, slot, kind, traceID, blackboard.NamespaceOf(namespace))
+	return blackboard.Record{}, fmt.Errorf("%w: no active %s %q in trace %q of namespace %q", blackboard.ErrNotFound, slot, kind, traceID, cmp.Or(namespace, blackboard.DefaultNamespace))
 }
 
 // ListTrace implements [store.Store].

@@ -103,7 +103,7 @@ func newPlan(b store.Batch) (*plan, error) {
 			return nil, fmt.Errorf("pgstore: %w: a claim holds a NUL character", blackboard.ErrInvalidInput)
 		}
 		for _, prev := range b.Claims[:i] {
-			if prev.Key == c.Key && blackboard.NamespaceOf(prev.Namespace) == blackboard.NamespaceOf(c.Namespace) {
+			if prev.Key == c.Key && cmp.Or(prev.Namespace, blackboard.DefaultNamespace) == cmp.Or(c.Namespace, blackboard.DefaultNamespace) {
 				return nil, fmt.Errorf("pgstore: %w: %q twice in one batch", blackboard.ErrDuplicateKey, c.Key)
 			}
 		}
@@ -138,7 +138,7 @@ func newPlan(b store.Batch) (*plan, error) {
 	// A trace is its namespace and its id.
 	counts := map[traceKey]int64{}
 	if p.b.Trace != "" {
-		counts[traceKey{blackboard.NamespaceOf(p.b.TraceNamespace), p.b.Trace}] = 0
+		counts[traceKey{cmp.Or(p.b.TraceNamespace, blackboard.DefaultNamespace), p.b.Trace}] = 0
 	}
 	// Each row's parameter 3 is how many appends to its trace follow it in
 	// the batch: its position is the advanced counter less that.
@@ -179,7 +179,7 @@ func (s *Store) applyOnce(ctx context.Context, p *plan) error {
 	batch := &pgx.Batch{}
 	switch {
 	case p.b.Trace != "":
-		ns := blackboard.NamespaceOf(p.b.TraceNamespace)
+		ns := cmp.Or(p.b.TraceNamespace, blackboard.DefaultNamespace)
 		i := 0
 		for i < len(p.traces) && (p.traces[i] != p.b.Trace || p.nss[i] != ns) {
 			i++
@@ -189,7 +189,7 @@ func (s *Store) applyOnce(ctx context.Context, p *plan) error {
 		batch.Queue(s.q.lockTraces, p.traces, p.deltas, p.nss)
 	}
 	if p.b.SharedNamespace != "" {
-		batch.Queue(s.q.checkShared, blackboard.NamespaceOf(p.b.SharedNamespace), int64(p.b.Shared))
+		batch.Queue(s.q.checkShared, cmp.Or(p.b.SharedNamespace, blackboard.DefaultNamespace), int64(p.b.Shared))
 	}
 	for _, inv := range p.b.Invalidations {
 		batch.Queue(s.q.invalidate, inv.Status.String(), string(inv.Reason), inv.ID, active)
@@ -201,13 +201,13 @@ func (s *Store) applyOnce(ctx context.Context, p *plan) error {
 		batch.Queue(s.q.insert, r.args...)
 	}
 	for _, c := range p.b.Claims {
-		batch.Queue(s.q.claim, blackboard.NamespaceOf(c.Namespace), c.Key, c.RecordID)
+		batch.Queue(s.q.claim, cmp.Or(c.Namespace, blackboard.DefaultNamespace), c.Key, c.RecordID)
 	}
 	if len(p.shared) > 0 || len(p.changed) > 0 {
 		batch.Queue(s.q.share, p.shared, p.changed)
 	}
 	if p.state != nil {
-		ns := blackboard.NamespaceOf(p.b.TraceNamespace)
+		ns := cmp.Or(p.b.TraceNamespace, blackboard.DefaultNamespace)
 		batch.Queue(s.q.checkVersion, p.b.Trace, int64(p.b.Version), p.appended, p.changed, ns, p.appNSs)
 		batch.Queue(s.q.setState, p.b.Trace, p.state, ns)
 	}

@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"cmp"
 	"errors"
 	"reflect"
 	"strings"
@@ -210,7 +211,7 @@ func TestMigrateTracesV5(t *testing.T) {
 	for ns, want := range map[string]int{"acme": 2, "": 1} {
 		n := 0
 		for r, err := range s.ListTrace(ctx, ns, "old") {
-			if err != nil || blackboard.NamespaceOf(r.Namespace) != blackboard.NamespaceOf(ns) {
+			if err != nil || cmp.Or(r.Namespace, blackboard.DefaultNamespace) != cmp.Or(ns, blackboard.DefaultNamespace) {
 				t.Errorf("ListTrace(%q, old) lists %s of namespace %q (%v)", ns, r.ID, r.Namespace, err)
 			}
 			n++

@@ -531,8 +531,8 @@ func (w *worker) execute(ctx context.Context, action blackboard.Record) {
 	// The executor claims keys and records decisions: the Governor's.
 	gov, writer := w.k.Governor(), "executor-"+w.id
 	trace, charge := action.Provenance.TraceID, action.Payload["charge_id"]
-	attempt, err := gov.Write(ctx, writer, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "refund_attempt",
-		Payload: blackboard.Payload{"action": action.ID, "worker": w.id}, OnceKeys: []string{"effect/" + action.ID}}, nil)
+	attempt, err := writeResult(gov.Write(ctx, writer, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "refund_attempt",
+		Payload: blackboard.Payload{"action": action.ID, "worker": w.id}, OnceKeys: []string{"effect/" + action.ID}}, nil))
 	if errors.Is(err, blackboard.ErrDuplicateKey) {
 		return // another process runs it
 	}
@@ -545,14 +545,14 @@ func (w *worker) execute(ctx context.Context, action blackboard.Record) {
 		w.fail("effect", err)
 		return
 	}
-	result, err := gov.Write(ctx, writer, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "refund_result",
+	result, err := writeResult(gov.Write(ctx, writer, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "refund_result",
 		Payload: blackboard.Payload{"action": action.ID, "refund_id": "re_" + action.ID}, InputRefs: []string{attempt.ID}},
 		func(rec blackboard.Record) ([]kernel.Follow, error) {
 			r := audit.ForRecord(rec, "issue_refund", audit.OutcomeExecuted, blackboard.CodeCommitted)
 			r.Context = blackboard.Payload{"worker": w.id}
 			f, err := r.Follow()
 			return []kernel.Follow{f}, err
-		})
+		}))
 	if err != nil {
 		w.fail("result", err)
 		return
@@ -704,7 +704,7 @@ func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath strin
 	refunds := map[string][]string{} // charge -> committed refund actions
 	for _, r := range byID {
 		if r.Slot == blackboard.Actions && r.Kind == "issue_refund" && r.Mode == blackboard.ModeCommit {
-			charge, _ := r.Payload.String("charge_id")
+			charge, _ := r.Payload["charge_id"].(string)
 			refunds[charge] = append(refunds[charge], r.ID)
 		}
 	}
@@ -889,7 +889,7 @@ func checkGated(ctx context.Context, t *testing.T, schema, ledger string, worker
 		}
 		if r.Kind == gateTool && r.Mode == blackboard.ModeCommit {
 			actions[r.ID] = r
-			charge, _ := r.Payload.String("charge_id")
+			charge, _ := r.Payload["charge_id"].(string)
 			perCharge[charge] = append(perCharge[charge], r.ID)
 		}
 	}
@@ -935,7 +935,7 @@ func checkGated(ctx context.Context, t *testing.T, schema, ledger string, worker
 			t.Errorf("action %s, refused for good, is %v, not retired", id, a.Status)
 		}
 		delete(actions, id)
-		charge, _ := a.Payload.String("charge_id")
+		charge, _ := a.Payload["charge_id"].(string)
 		perCharge[charge] = slices.DeleteFunc(perCharge[charge], func(x string) bool { return x == id })
 		if len(perCharge[charge]) == 0 {
 			delete(perCharge, charge) // refused, so at most once rather than once
@@ -985,7 +985,7 @@ func checkGated(ctx context.Context, t *testing.T, schema, ledger string, worker
 			t.Errorf("the ledger refunded %s (key %s) for %s, not a committed gated action", r.Charge, r.Key, r.Action)
 			continue
 		}
-		if c, _ := a.Payload.String("charge_id"); c != r.Charge {
+		if c, _ := a.Payload["charge_id"].(string); c != r.Charge {
 			t.Errorf("the ledger refunded %s for %s, whose charge is %s", r.Charge, r.Action, c)
 		}
 		if r.Replays > 0 && attempts[r.Action] < 2 {
@@ -1054,4 +1054,16 @@ func checkGated(ctx context.Context, t *testing.T, schema, ledger string, worker
 		t.Errorf("gated calls: %v, want some executed and some refused", outcomes)
 	}
 	t.Logf("gated calls %v, %d actions recovered, %d gated refunds committed, %d in the ledger", outcomes, recovered, len(actions), len(refunds))
+}
+
+// written is what a Governor.Write returned: the id of the record and
+// those of its follow records.
+type written struct {
+	ID       string
+	Appended []string
+}
+
+// writeResult gathers Governor.Write's results.
+func writeResult(id string, appended []string, err error) (written, error) {
+	return written{id, appended}, err
 }

@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -268,7 +269,7 @@ func (s *Store) Get(ctx context.Context, id string) (blackboard.Record, error) {
 // [blackboard.ErrNotFound] when no record of that kind is ACTIVE in that slot
 // of the trace.
 func (s *Store) FindActive(ctx context.Context, namespace, traceID string, slot blackboard.Slot, kind string) (blackboard.Record, error) {
-	ns := blackboard.NamespaceOf(namespace)
+	ns := cmp.Or(namespace, blackboard.DefaultNamespace)
 	return s.one(ctx, "find active", s.q.find, fmt.Sprintf("no active %s %q in trace %q of namespace %q", slot, kind, traceID, ns),
 		traceID, ns, slot.String(), kind, active)
 }
@@ -334,7 +335,7 @@ func (s *Store) ReadState(ctx context.Context, namespace, traceID string) (store
 	// A string the store cannot hold names no trace or namespace: '' is
 	// neither (a record needs a trace id, and an empty namespace is kept
 	// as the default one).
-	ns := blackboard.NamespaceOf(namespace)
+	ns := cmp.Or(namespace, blackboard.DefaultNamespace)
 	if !storable(ns) {
 		ns = ""
 	}
@@ -408,7 +409,7 @@ func (s *Store) ClaimedBy(ctx context.Context, namespace, key string) (string, e
 		return "", err
 	}
 	defer leave()
-	ns := blackboard.NamespaceOf(namespace)
+	ns := cmp.Or(namespace, blackboard.DefaultNamespace)
 	notFound := fmt.Errorf("pgstore: %w: once-key %q is not claimed in namespace %q", blackboard.ErrNotFound, key, ns)
 	if !storable(key) || !storable(ns) {
 		return "", notFound
@@ -429,7 +430,7 @@ func (s *Store) ClaimedBy(ctx context.Context, namespace, key string) (string, e
 // and holds no connection while it yields, so the loop body may call back
 // into the store.
 func (s *Store) ListTrace(ctx context.Context, namespace, traceID string) iter.Seq2[blackboard.Record, error] {
-	ns := blackboard.NamespaceOf(namespace)
+	ns := cmp.Or(namespace, blackboard.DefaultNamespace)
 	if !storable(traceID) || !storable(ns) {
 		return s.list(ctx, "", true)
 	}

@@ -18,7 +18,6 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/pgtest"
-	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/pgstore"
 )
@@ -282,7 +281,7 @@ func TestStoreRefusesUnstorable(t *testing.T) {
 		{"NUL in a payload string", func(r *blackboard.Record) { r.Payload["s"] = nul }, blackboard.ErrInvalidPayload},
 		{"NUL in a payload key", func(r *blackboard.Record) { r.Payload[nul] = 1.0 }, blackboard.ErrInvalidPayload},
 		{"NUL deep in a payload", func(r *blackboard.Record) { r.Payload["l"] = []any{map[string]any{"k": []any{"ok", nul}}} }, blackboard.ErrInvalidPayload},
-		{"a NaN confidence", func(r *blackboard.Record) { r.Provenance.Confidence = kernel.Confidence(math.NaN()) }, blackboard.ErrInvalidInput},
+		{"a NaN confidence", func(r *blackboard.Record) { r.Provenance.Confidence = new(math.NaN()) }, blackboard.ErrInvalidInput},
 		{"NaN in a payload", func(r *blackboard.Record) { r.Payload["x"] = math.NaN() }, blackboard.ErrInvalidPayload},
 	} {
 		good := record("unstorable", 1)
@@ -308,7 +307,7 @@ func TestStoreRefusesUnstorable(t *testing.T) {
 	// edges PostgreSQL can hold.
 	r := record("storable", 1)
 	r.Payload = blackboard.Payload{"escaped": `back\u0000slash`, `key\u0000`: `\\u0000`, "unicode": "\u2028\U0001F600\u0001"}
-	r.Provenance.Confidence = kernel.Confidence(math.Inf(-1))
+	r.Provenance.Confidence = new(math.Inf(-1))
 	r.Provenance.InputRefs = []string{}
 	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{r}}); err != nil {
 		t.Fatal(err)

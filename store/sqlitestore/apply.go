@@ -1,6 +1,7 @@
 package sqlitestore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -66,7 +67,7 @@ func (s *Store) Apply(ctx context.Context, b store.Batch) error {
 	// would.
 	for i, c := range b.Claims {
 		for _, prev := range b.Claims[:i] {
-			if prev.Key == c.Key && blackboard.NamespaceOf(prev.Namespace) == blackboard.NamespaceOf(c.Namespace) {
+			if prev.Key == c.Key && cmp.Or(prev.Namespace, blackboard.DefaultNamespace) == cmp.Or(c.Namespace, blackboard.DefaultNamespace) {
 				return fmt.Errorf("sqlitestore: %w: %q twice in one batch", blackboard.ErrDuplicateKey, c.Key)
 			}
 		}
@@ -187,7 +188,7 @@ func (s *Store) applyTx(ctx context.Context, w *writes, b store.Batch) (err erro
 		// its whole transaction rolls back.
 		claim := tx.StmtContext(ctx, s.claim)
 		for _, c := range b.Claims {
-			if _, err := claim.ExecContext(ctx, blackboard.NamespaceOf(c.Namespace), c.Key, c.RecordID); err != nil {
+			if _, err := claim.ExecContext(ctx, cmp.Or(c.Namespace, blackboard.DefaultNamespace), c.Key, c.RecordID); err != nil {
 				var se *sqlite.Error
 				if errors.As(err, &se) && (se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE) {
 					return fmt.Errorf("sqlitestore: %w: %q", blackboard.ErrDuplicateKey, c.Key)
@@ -202,7 +203,7 @@ func (s *Store) applyTx(ctx context.Context, w *writes, b store.Batch) (err erro
 	// condition is checked against.
 	had := -1        // the length of trace b.Trace before the batch; -1 unread
 	var before int64 // its version before the batch
-	traceNS := blackboard.NamespaceOf(b.TraceNamespace)
+	traceNS := cmp.Or(b.TraceNamespace, blackboard.DefaultNamespace)
 	if len(w.touched) > 0 {
 		bump := tx.StmtContext(ctx, s.bump)
 		for _, t := range w.touched {
@@ -234,12 +235,12 @@ func (s *Store) applyTx(ctx context.Context, w *writes, b store.Batch) (err erro
 	if b.SharedNamespace != "" {
 		// Before this batch's own change of the counter, if it makes one.
 		var shared int64
-		err := tx.StmtContext(ctx, s.readShared).QueryRowContext(ctx, blackboard.NamespaceOf(b.SharedNamespace)).Scan(&shared)
+		err := tx.StmtContext(ctx, s.readShared).QueryRowContext(ctx, cmp.Or(b.SharedNamespace, blackboard.DefaultNamespace)).Scan(&shared)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
 		if uint64(shared) != b.Shared {
-			return fmt.Errorf("sqlitestore: %w: the persistent constraints of namespace %q changed (%d, not %d)", blackboard.ErrConflict, blackboard.NamespaceOf(b.SharedNamespace), shared, b.Shared)
+			return fmt.Errorf("sqlitestore: %w: the persistent constraints of namespace %q changed (%d, not %d)", blackboard.ErrConflict, cmp.Or(b.SharedNamespace, blackboard.DefaultNamespace), shared, b.Shared)
 		}
 	}
 	if len(w.shared) > 0 {

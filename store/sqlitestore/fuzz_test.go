@@ -109,7 +109,7 @@ func FuzzRecordRoundTrip(f *testing.F) {
 			if _, err := s.Get(ctx, r.ID); !errors.Is(err, blackboard.ErrNotFound) {
 				t.Fatalf("refused record %q: Get says %v", r.ID, err)
 			}
-			if got := trace(t, s, r.TraceID()); len(got) != 0 {
+			if got := trace(t, s, r.Provenance.TraceID); len(got) != 0 {
 				t.Fatalf("refused record left %d records in its trace", len(got))
 			}
 			return
@@ -124,10 +124,10 @@ func FuzzRecordRoundTrip(f *testing.F) {
 		if got, err := s.Get(ctx, r.ID); err != nil || !reflect.DeepEqual(got, r) {
 			t.Fatalf("Get:\n got %+v (%v)\nwant %+v", got, err, r)
 		}
-		if got := trace(t, s, r.TraceID()); !reflect.DeepEqual(got, want) {
+		if got := trace(t, s, r.Provenance.TraceID); !reflect.DeepEqual(got, want) {
 			t.Fatalf("ListTrace:\n got %+v\nwant %+v", got, want)
 		}
-		got, err := s.FindActive(ctx, "", r.TraceID(), r.Slot, r.Kind)
+		got, err := s.FindActive(ctx, "", r.Provenance.TraceID, r.Slot, r.Kind)
 		if active := r.Status == blackboard.StatusActive; active && (err != nil || !reflect.DeepEqual(got, r)) || !active && !errors.Is(err, blackboard.ErrNotFound) {
 			t.Fatalf("FindActive of a %s record: %+v, %v", r.Status, got, err)
 		}

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
@@ -116,7 +115,7 @@ func TestStoreMigrateV1(t *testing.T) {
 		ID: "percepts:old:2", Slot: blackboard.Percepts, Mode: blackboard.ModeCommit, Kind: "door",
 		Payload: blackboard.Payload{"open": true},
 		Provenance: blackboard.Provenance{Role: blackboard.RoleTool, Writer: "sensor", TraceID: "old", TimestampMS: 6,
-			InputRefs: []string{constraint.ID}, Confidence: kernel.Confidence(0.9), TTLMS: 1000},
+			InputRefs: []string{constraint.ID}, Confidence: new(0.9), TTLMS: 1000},
 		EvidenceRefs: []string{},
 		Status:       blackboard.StatusActive, Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode,
 		Namespace: blackboard.DefaultNamespace,

@@ -1,6 +1,7 @@
 package sqlitestore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -286,7 +287,7 @@ func (s *Store) Get(ctx context.Context, id string) (blackboard.Record, error) {
 // [blackboard.ErrNotFound] when no record of that kind is ACTIVE in that slot of
 // the trace.
 func (s *Store) FindActive(ctx context.Context, namespace, traceID string, slot blackboard.Slot, kind string) (blackboard.Record, error) {
-	ns := blackboard.NamespaceOf(namespace)
+	ns := cmp.Or(namespace, blackboard.DefaultNamespace)
 	return s.one(ctx, s.find, fmt.Sprintf("no active %s %q in trace %q of namespace %q", slot, kind, traceID, ns),
 		traceID, ns, slot.String(), kind, active)
 }
@@ -319,7 +320,7 @@ func (s *Store) ReadState(ctx context.Context, namespace, traceID string) (store
 	defer leave()
 	var st store.TraceState
 	var version, stateVersion, shared int64
-	err = ctxErr(ctx, s.readState.QueryRowContext(ctx, traceID, blackboard.NamespaceOf(namespace)).Scan(&st.Len, &st.Namespace, &version, &stateVersion, &st.Data, &shared))
+	err = ctxErr(ctx, s.readState.QueryRowContext(ctx, traceID, cmp.Or(namespace, blackboard.DefaultNamespace)).Scan(&st.Len, &st.Namespace, &version, &stateVersion, &st.Data, &shared))
 	if err != nil {
 		return store.TraceState{}, fmt.Errorf("sqlitestore: read state: %w", err)
 	}
@@ -337,10 +338,10 @@ func (s *Store) ClaimedBy(ctx context.Context, namespace, key string) (string, e
 	}
 	defer leave()
 	var id string
-	err = ctxErr(ctx, s.claimedBy.QueryRowContext(ctx, blackboard.NamespaceOf(namespace), key).Scan(&id))
+	err = ctxErr(ctx, s.claimedBy.QueryRowContext(ctx, cmp.Or(namespace, blackboard.DefaultNamespace), key).Scan(&id))
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return "", fmt.Errorf("sqlitestore: %w: once-key %q is not claimed in namespace %q", blackboard.ErrNotFound, key, blackboard.NamespaceOf(namespace))
+		return "", fmt.Errorf("sqlitestore: %w: once-key %q is not claimed in namespace %q", blackboard.ErrNotFound, key, cmp.Or(namespace, blackboard.DefaultNamespace))
 	case err != nil:
 		return "", fmt.Errorf("sqlitestore: once-key %q: %w", key, err)
 	}
@@ -351,7 +352,7 @@ func (s *Store) ClaimedBy(ctx context.Context, namespace, key string) (string, e
 // reads pages of rows and holds no connection while it yields, so the loop
 // body may call back into the store.
 func (s *Store) ListTrace(ctx context.Context, namespace, traceID string) iter.Seq2[blackboard.Record, error] {
-	return s.list(ctx, s.trace, traceID, blackboard.NamespaceOf(namespace))
+	return s.list(ctx, s.trace, traceID, cmp.Or(namespace, blackboard.DefaultNamespace))
 }
 
 // ListSlot implements [store.Store]. A listing of persistent records of

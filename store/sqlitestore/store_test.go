@@ -109,7 +109,7 @@ func TestStoreReopen(t *testing.T) {
 	k := mustKernel(t, s, clk.now)
 	tool, planner, sym := k.Tool("sensor"), k.Planner("planner"), k.Symbolic("rules")
 	for _, e := range []kernel.Entry{
-		{Slot: blackboard.Percepts, Kind: "door", Payload: blackboard.Payload{"open": true}, Confidence: kernel.Confidence(0.9)},
+		{Slot: blackboard.Percepts, Kind: "door", Payload: blackboard.Payload{"open": true}, Confidence: new(0.9)},
 		{Slot: blackboard.Percepts, Kind: "battery", Payload: blackboard.Payload{"level": 0.8}, TTL: time.Second},
 		{Slot: blackboard.Percepts, Kind: "camera", Payload: blackboard.Payload{"stale": true}},
 	} {
@@ -170,7 +170,7 @@ func TestStoreReopen(t *testing.T) {
 	if err != nil || d.Code != blackboard.BlockedCode("speed_limit") {
 		t.Errorf("action against the persistent constraint after reopening: %v, code %s, want %s", err, d.Code, blackboard.BlockedCode("speed_limit"))
 	}
-	v, err := k.View(ctx, "ep3", kernel.ViewOptions{IncludePersistent: true})
+	v, err := k.Reader().View(ctx, "ep3", kernel.ViewOptions{IncludePersistent: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestStoreReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := v.Get(blackboard.Constraints, "speed_limit"); !reflect.DeepEqual(got, want.Payload) {
+	if got, _ := v.Committed[blackboard.Constraints]["speed_limit"]; !reflect.DeepEqual(got, want.Payload) {
 		t.Errorf("a new trace's view after reopening shows constraint %v, want %v", got, want.Payload)
 	}
 }
@@ -206,7 +206,7 @@ func TestStoreTwoKernelsShareFile(t *testing.T) {
 			for i := range percepts {
 				kind := fmt.Sprintf("sensor-%d-%d", g, i)
 				r, err := tool.Write(ctx, kernel.Entry{TraceID: "shared", Slot: blackboard.Percepts, Kind: kind,
-					Payload: blackboard.Payload{"g": float64(g), "i": float64(i)}, Confidence: kernel.Confidence(0.9)})
+					Payload: blackboard.Payload{"g": float64(g), "i": float64(i)}, Confidence: new(0.9)})
 				if err != nil {
 					t.Errorf("writer %d: percept %d: %v", g, i, err)
 					return
@@ -478,7 +478,7 @@ func TestStoreRefusesUnstorable(t *testing.T) {
 	}{
 		{"zero role", func(r *blackboard.Record) { r.Provenance.Role = 0 }, blackboard.ErrInvalidInput},
 		{"unknown role", func(r *blackboard.Record) { r.Provenance.Role = blackboard.RoleApprover + 1 }, blackboard.ErrInvalidInput},
-		{"NaN confidence", func(r *blackboard.Record) { r.Provenance.Confidence = kernel.Confidence(math.NaN()) }, blackboard.ErrInvalidInput},
+		{"NaN confidence", func(r *blackboard.Record) { r.Provenance.Confidence = new(math.NaN()) }, blackboard.ErrInvalidInput},
 		{"invalid UTF-8 in a payload string", func(r *blackboard.Record) { r.Payload["s"] = bad }, blackboard.ErrInvalidPayload},
 		{"invalid UTF-8 in a payload key", func(r *blackboard.Record) { r.Payload[bad] = 1.0 }, blackboard.ErrInvalidPayload},
 		{"invalid UTF-8 deep in a payload", func(r *blackboard.Record) {
@@ -504,7 +504,7 @@ func TestStoreRefusesUnstorable(t *testing.T) {
 	}
 	// The edges that can be stored exactly are.
 	r := record("storable", 1)
-	r.Provenance.Confidence = kernel.Confidence(math.Inf(1))
+	r.Provenance.Confidence = new(math.Inf(1))
 	r.Provenance.InputRefs = []string{}
 	r.Payload = blackboard.Payload{"unicode": "\u2028\U0001F600", "": ""}
 	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{r}}); err != nil {

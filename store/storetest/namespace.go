@@ -33,7 +33,7 @@ func testNamespaceRoundTrip(t *testing.T, s store.Store) {
 	const contract = "a record appended with an empty namespace reads back in blackboard.DefaultNamespace, and a namespace is kept"
 	for _, w := range want {
 		wantSame(t, mustGet(t, s, w.ID), w, contract+" (Get)")
-		got, err := s.FindActive(ctx, w.Namespace, w.TraceID(), w.Slot, w.Kind)
+		got, err := s.FindActive(ctx, w.Namespace, w.Provenance.TraceID, w.Slot, w.Kind)
 		if err != nil {
 			t.Fatalf("FindActive(%s): %v", w.ID, err)
 		}

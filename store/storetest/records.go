@@ -173,7 +173,7 @@ func testRoundTrip(t *testing.T, s store.Store) {
 	}
 	var inTrace []blackboard.Record
 	for _, r := range recs {
-		if r.TraceID() == "round-trip" {
+		if r.Provenance.TraceID == "round-trip" {
 			inTrace = append(inTrace, r)
 		}
 	}

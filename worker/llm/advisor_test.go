@@ -10,7 +10,6 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/advisor"
-	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/worker/llm"
 )
 
@@ -18,7 +17,7 @@ var refundSituation = advisor.Situation{
 	Task:     "Decide whether to refund a disputed card charge.",
 	Kind:     "refund_due",
 	Requires: []string{"charge"},
-	Percepts: []advisor.Fact{{Kind: "charge", Payload: blackboard.Payload{"charge_id": "ch_1", "amount": 10.5, "stale": true}, Confidence: kernel.Confidence(0.3)}},
+	Percepts: []advisor.Fact{{Kind: "charge", Payload: blackboard.Payload{"charge_id": "ch_1", "amount": 10.5, "stale": true}, Confidence: new(0.3)}},
 }
 
 // planner is the governed planner's advisor on c, as a Worker builds it.

@@ -112,7 +112,7 @@ func TestCompiledContextEachRound(t *testing.T) {
 	}
 	for i, req := range reqs {
 		rec := recordedPack(t, g, res.Contexts[i])
-		prompt, _ := rec.Payload.String("prompt")
+		prompt, _ := rec.Payload["prompt"].(string)
 		if len(req.Body.Messages) != 1 || req.Body.Messages[0].Role != "user" || req.Body.Messages[0].Content != prompt {
 			t.Fatalf("request %d is %+v, want one user message with the recorded prompt", i, req.Body.Messages)
 		}
@@ -198,7 +198,7 @@ func TestCompiledContextCompresses(t *testing.T) {
 			reason := c.(map[string]any)["reason"]
 			relieved = relieved || reason == "compressed" || reason == "evicted"
 		}
-		if prompt, _ := rec.Payload.String("prompt"); f.requests()[i].Body.Messages[0].Content != prompt {
+		if prompt, _ := rec.Payload["prompt"].(string); f.requests()[i].Body.Messages[0].Content != prompt {
 			t.Errorf("round %d: the model was not sent the recorded prompt", i+1)
 		}
 	}
@@ -243,10 +243,10 @@ func TestAttackCompiledContextReadOnly(t *testing.T) {
 			t.Errorf("round %d does not say the safety mode:\n%s", i+1, prompt)
 		}
 		rec := recordedPack(t, g, res.Contexts[i])
-		if mode, _ := rec.Payload.String("mode"); mode != string(toolgate.SafetyReadOnly) {
+		if mode, _ := rec.Payload["mode"].(string); mode != string(toolgate.SafetyReadOnly) {
 			t.Errorf("round %d recorded mode %q", i+1, mode)
 		}
-		if pol, _ := rec.Payload.String("policy"); pol != g.Policy().Hash {
+		if pol, _ := rec.Payload["policy"].(string); pol != g.Policy().Hash {
 			t.Errorf("round %d names policy %q, want the gate's %q", i+1, pol, g.Policy().Hash)
 		}
 	}

@@ -46,7 +46,7 @@ func ExampleWorker_Run() {
 		Plan:      "action_plan",
 		Action:    "issue_refund",
 		Fields: func(v kernel.View) blackboard.Payload {
-			charge, _ := v.Get(blackboard.Percepts, "charge")
+			charge, _ := v.Committed[blackboard.Percepts]["charge"]
 			return blackboard.Payload{"charge_id": charge["charge_id"], "amount": charge["amount"], "is_duplicate": false}
 		},
 	})

@@ -26,8 +26,8 @@ var refundSchema = llm.Schema{
 	Plan:      "action_plan",
 	Action:    "issue_refund",
 	Fields: func(v kernel.View) blackboard.Payload {
-		charge, _ := v.Get(blackboard.Percepts, "charge")
-		refund, _ := v.Get(blackboard.Percepts, "refund")
+		charge, _ := v.Committed[blackboard.Percepts]["charge"]
+		refund, _ := v.Committed[blackboard.Percepts]["refund"]
 		return blackboard.Payload{
 			"charge_id":    charge["charge_id"],
 			"amount":       charge["amount"],
@@ -89,7 +89,7 @@ func setup(t *testing.T, k *kernel.Kernel, trace string, c condition) {
 		charge["low_confidence"] = c.lowConf
 	}
 	if c.lowConf {
-		conf = kernel.Confidence(0.3)
+		conf = new(0.3)
 	}
 	tool := k.Tool("payments")
 	for _, e := range []kernel.Entry{
@@ -171,7 +171,7 @@ func proposer(c condition) blackboard.Code {
 	case c.beliefCode() != blackboard.CodeCommitted:
 		return c.beliefCode()
 	case c.duplicate:
-		return blackboard.PlanBlockedCode("no_duplicate_refund")
+		return "PLAN_" + blackboard.BlockedCode("no_duplicate_refund")
 	}
 	return ""
 }
@@ -236,7 +236,7 @@ var scenarios = []scenario{
 		script: byStage(propose, `{"propose": true, "steps": [{"action": "issue_refund", "requires_beliefs": ["refund_due"]}]}`),
 		steps:  true,
 		// A constraint that cannot read its field fails closed.
-		want: afterBelief(blackboard.PlanBlockedCode("no_duplicate_refund"))},
+		want: afterBelief("PLAN_" + blackboard.BlockedCode("no_duplicate_refund"))},
 	{name: "bypass: empty plan (ungoverned)", script: byStage(propose, `{"propose": true, "steps": []}`),
 		steps: true, want: afterBelief(blackboard.CodeInvalidProposal)},
 }
@@ -350,9 +350,9 @@ func TestGovernedPayloads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	belief, _ := v.Get(blackboard.Beliefs, "refund_due")
-	plan, _ := v.Get(blackboard.Plans, "action_plan")
-	action, _ := v.Get(blackboard.Actions, "issue_refund")
+	belief, _ := v.Committed[blackboard.Beliefs]["refund_due"]
+	plan, _ := v.Committed[blackboard.Plans]["action_plan"]
+	action, _ := v.Committed[blackboard.Actions]["issue_refund"]
 	if belief["value"] != true || fmt.Sprint(belief["depends_on"]) != "[charge]" {
 		t.Errorf("belief %v", belief)
 	}
