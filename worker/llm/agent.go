@@ -159,9 +159,9 @@ type Task struct {
 	Guard *budget.Guard
 	// Grant, when set, is the grant the task runs under: each tool call is
 	// one of its turns, and the worker cannot extend it. A failure the
-	// worker cannot repair (toolgate.Result.Failure and failure.Yield)
-	// ends the run at once with an error wrapping [ErrGrantEnded] and the
-	// failure; once every turn is used,
+	// worker cannot repair (toolgate.Result.Failure; the grant's yield
+	// check, failure.GrantYielded) ends the run at once with an error
+	// wrapping [ErrGrantEnded] and the failure; once every turn is used,
 	// the model gets one more call, without tools, to answer with what it
 	// has. Without a grant the model calls tools until it answers or the
 	// rounds run out.
