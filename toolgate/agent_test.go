@@ -16,6 +16,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/chatwire"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/rules"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -136,22 +137,11 @@ func (d *payDesk) pay(_ context.Context, inv toolgate.Invocation) (blackboard.Pa
 // answer (from 0) is script[n]; after the script it answers "done".
 // chatMessage, toolCall and functionCall are the parts of the chat
 // completions format the scripted model reads and writes.
-type chatMessage struct {
-	Role       string `json:"role"`
-	Content    string `json:"content"`
-	ToolCallID string `json:"tool_call_id,omitempty"`
-}
-
-type toolCall struct {
-	ID       string       `json:"id,omitempty"`
-	Type     string       `json:"type"`
-	Function functionCall `json:"function"`
-}
-
-type functionCall struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
+type (
+	chatMessage  = chatwire.Message
+	toolCall     = chatwire.ToolCall
+	functionCall = chatwire.FunctionCall
+)
 
 type fakeModel struct {
 	*httptest.Server

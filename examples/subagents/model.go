@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/blackboardkernel/bk/internal/chatwire"
 )
 
 // script is how the scripted model behaves in one case.
@@ -37,22 +39,11 @@ const (
 
 // chatMessage, toolCall and functionCall are the parts of the chat
 // completions format the scripted model reads and writes.
-type chatMessage struct {
-	Role       string `json:"role"`
-	Content    string `json:"content"`
-	ToolCallID string `json:"tool_call_id,omitempty"`
-}
-
-type toolCall struct {
-	ID       string       `json:"id,omitempty"`
-	Type     string       `json:"type"`
-	Function functionCall `json:"function"`
-}
-
-type functionCall struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
+type (
+	chatMessage  = chatwire.Message
+	toolCall     = chatwire.ToolCall
+	functionCall = chatwire.FunctionCall
+)
 
 // RoundTrip answers a chat completions request from the script.
 func (m model) RoundTrip(req *http.Request) (*http.Response, error) {

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/blackboardkernel/bk/internal/chatwire"
 )
 
 // The scripted model: the scripting, not the governance. It is an
@@ -28,22 +30,11 @@ import (
 
 // chatMessage, toolCall and functionCall are the parts of the chat
 // completions format the scripted model reads and writes.
-type chatMessage struct {
-	Role       string `json:"role"`
-	Content    string `json:"content"`
-	ToolCallID string `json:"tool_call_id,omitempty"`
-}
-
-type toolCall struct {
-	ID       string       `json:"id,omitempty"`
-	Type     string       `json:"type"`
-	Function functionCall `json:"function"`
-}
-
-type functionCall struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
+type (
+	chatMessage  = chatwire.Message
+	toolCall     = chatwire.ToolCall
+	functionCall = chatwire.FunctionCall
+)
 
 // step is one completion of the script.
 type step struct {
