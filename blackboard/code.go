@@ -41,7 +41,8 @@ const (
 	// CodeDuplicateAction: the action's once-key is used up in the
 	// namespace, or an observation it rests on (through any belief)
 	// already grounded a commit of its type and the spec is not
-	// Repeatable.
+	// Repeatable. The refusal names the action that holds the key or,
+	// for observations, the earliest commit of the type that used one.
 	CodeDuplicateAction = Code("DUPLICATE_ACTION")
 	// CodeOnceKeyMissing: a once-keyed action whose key cannot be read (a
 	// field absent, or the key percept missing or failing its checks).

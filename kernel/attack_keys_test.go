@@ -67,6 +67,42 @@ func TestAttackReplayByRegrounding(t *testing.T) {
 	}
 }
 
+// Two committed actions of one type used two different observations, and
+// a third proposal rests on both: DUPLICATE_ACTION names the earliest of
+// the two, whatever the order in which the proposal lists its beliefs (the
+// kernel once named the holder of the first belief's observation, and the
+// invariant model the earliest: seed 9092709831838454015).
+func TestDuplicateActionNamesEarliest(t *testing.T) {
+	spec := kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "ship"}}}
+	attack(t, func(t *testing.T, a *arena) {
+		ground := func(percept, kind string) {
+			t.Helper()
+			a.percept("t", percept, blackboard.Payload{"order_id": "A1"}, nil, 0)
+			if d := a.submit(a.planner, kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs, Kind: kind, Payload: belief(true, percept)}); !d.Committed() {
+				t.Fatalf("belief %s: %s (%s)", kind, d.Code, d.Detail)
+			}
+		}
+		ship := func(reqs ...string) kernel.Decision {
+			t.Helper()
+			return a.submit(a.planner, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "ship", Payload: action(reqs...)})
+		}
+		ground("charge", "charge_ok")
+		ground("alarm", "alarm_clear")
+		first := ship("charge_ok")
+		second := ship("alarm_clear")
+		if !first.Committed() || !second.Committed() {
+			t.Fatalf("ship on one observation each: %s, %s", first.Code, second.Code)
+		}
+		for _, reqs := range [][]string{{"alarm_clear", "charge_ok"}, {"charge_ok", "alarm_clear"}} {
+			d := ship(reqs...)
+			refused(t, fmt.Sprintf("ship on %v", reqs), d, blackboard.CodeDuplicateAction)
+			if d.Failed != first.CommittedID {
+				t.Errorf("ship on %v: failed %q, want the earliest action that used an observation, %s (not %s)", reqs, d.Failed, first.CommittedID, second.CommittedID)
+			}
+		}
+	}, spec)
+}
+
 // Route 3: two applications share a store. Namespace app2 claims the key
 // app1's refund will claim; app1's refund still commits, and app2 never
 // sees app1's keys.

@@ -40,7 +40,9 @@ type Decision struct {
 	Rule string `json:"rule,omitempty"`
 	// Failed is the id of the record that failed the check: the percept
 	// for an evidence code, the constraint, the rejected belief proposal
-	// behind NO_COMMITTED_BELIEF, the action that used up a once-key.
+	// behind NO_COMMITTED_BELIEF, the action that used up a once-key or,
+	// for a used-up observation, the earliest committed action of the type
+	// that rests on one the proposal rests on.
 	Failed string `json:"failed,omitempty"`
 	// Detail is a short human-readable explanation (a validator's own).
 	Detail string `json:"detail,omitempty"`

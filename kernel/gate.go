@@ -605,17 +605,17 @@ func (k *Kernel) decideAction(s *snapshot, p *blackboard.Record) outcome {
 	return out
 }
 
-// usedGrounding returns a committed action of actionType that already
+// usedGrounding returns the earliest committed action of actionType that
 // rests on an observation the given beliefs rest on, and that observation,
-// or "": what a commit uses up is the evidence, not the belief record that
-// cites it, so a new belief (a new artifact) over the same observation
-// grounds nothing new. The observations are read from the beliefs'
-// validation artifacts, which the kernel writes, never from input refs a
-// planner can pad; the state keeps, for every observation that can still
-// ground a commit, the actions it grounded (see [traceState]). A retired
-// action ([Governor.Retire]) still counts: within its trace, what a denied
-// action rested on grounds nothing else.
+// or "": a commit uses up the evidence, not the belief that cites it, so a
+// new belief over the same observation grounds nothing new. Observations
+// are read from the beliefs' validation artifacts (the kernel's, never
+// input refs a planner can pad); the state keeps, per observation that can
+// still ground a commit, the first action of each type it grounded (see
+// [traceState]); the earliest is named whatever the order of the beliefs.
+// A retired action ([Governor.Retire]) still counts in its trace.
 func (s *snapshot) usedGrounding(actionType string, beliefs []*blackboard.Record) (prior, ref string) {
+	seq := 0
 	for _, b := range beliefs {
 		for _, ev := range b.EvidenceRefs {
 			art := s.byID(ev)
@@ -623,13 +623,13 @@ func (s *snapshot) usedGrounding(actionType string, beliefs []*blackboard.Record
 				continue
 			}
 			for _, r := range groundedBy(art) {
-				if by := s.st.usedBy(r, actionType); by != "" {
-					return by, r
+				if by := s.st.usedBy(r, actionType); by != "" && (prior == "" || seqOf(by) < seq) {
+					prior, ref, seq = by, r, seqOf(by)
 				}
 			}
 		}
 	}
-	return "", ""
+	return prior, ref
 }
 
 // groundedBy returns what a commit resting on the validation artifact art

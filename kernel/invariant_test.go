@@ -1704,7 +1704,8 @@ func (s *invSnap) gate(action string, reqs []string, payload blackboard.Payload,
 		// A committed action of the type already rests on an observation
 		// the beliefs rest on: the observations are the input refs of the
 		// validation artifacts (the kernel's, not the planner's) that the
-		// beliefs and the action name as evidence.
+		// beliefs and the action name as evidence. The refusal names the
+		// earliest such action, whatever the order of the beliefs.
 		observed := func(evidence []string) []string {
 			var out []string
 			for _, ev := range evidence {
