@@ -19,6 +19,7 @@ import (
 	"sync"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/ident"
 )
 
 // keyDirVersion is the version of a trace file's shape.
@@ -142,11 +143,11 @@ func keyName(namespace, traceID string) (string, error) {
 // checkKeyArgs checks a namespace and a trace id given to Key or Erase,
 // and returns the name of the trace's key ([keyName]).
 func checkKeyArgs(namespace, traceID string) (string, error) {
-	if err := checkName(traceID, 512); err != nil {
+	if err := ident.Check(traceID, 512); err != nil {
 		return "", fmt.Errorf("%w: trace id: %v", blackboard.ErrInvalidInput, err)
 	}
 	if namespace != "" {
-		if err := checkName(namespace, 512); err != nil {
+		if err := ident.Check(namespace, 512); err != nil {
 			return "", fmt.Errorf("%w: namespace: %v", blackboard.ErrInvalidInput, err)
 		}
 	}

@@ -6,9 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
-	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/blackboardkernel/bk/canon"
 )
@@ -59,20 +57,4 @@ func Hash(key []byte, v any) (string, error) {
 func Masked(v any) bool {
 	s, ok := v.(string)
 	return ok && strings.HasPrefix(s, Prefix)
-}
-
-// checkName checks a trace id or a namespace: 1 to limit bytes of valid
-// UTF-8 with no control character.
-func checkName(s string, limit int) error {
-	switch {
-	case s == "":
-		return errors.New("empty name")
-	case len(s) > limit:
-		return fmt.Errorf("longer than %d bytes", limit)
-	case !utf8.ValidString(s):
-		return errors.New("name is not valid UTF-8")
-	case strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
-		return errors.New("name contains a control character")
-	}
-	return nil
 }

@@ -1,11 +1,12 @@
 package toolgate
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/blackboardkernel/bk/internal/ident"
 )
 
 // Names and strings as the gate checks them and as its records keep them.
@@ -79,19 +80,7 @@ func escapedTool(s string) string {
 // checkTrace refuses trace ids the kernel would refuse.
 func checkTrace(s string) error { return checkLen(s, 512) }
 
-func checkLen(s string, limit int) error {
-	switch {
-	case s == "":
-		return errors.New("empty name")
-	case len(s) > limit:
-		return fmt.Errorf("longer than %d bytes", limit)
-	case !utf8.ValidString(s):
-		return errors.New("name is not valid UTF-8")
-	case strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
-		return errors.New("name contains a control character")
-	}
-	return nil
-}
+func checkLen(s string, limit int) error { return ident.Check(s, limit) }
 
 // clip makes a caller's string fit a record: valid UTF-8, cut after
 // about 256 bytes.
