@@ -11,16 +11,17 @@ GO ?= go
 ##
 ## Durations, wall time of `bash .ci/run` on a clean clone (make
 ## test-timed), 2026-12-02, on 2 cores with little else running and the
-## module and build caches warm (a fresh machine adds the downloads and a
-## cold build: several minutes more):
-##   vet              59 s (the build cache cold after this change's moves)
-##   race            233 s
-##   browser          21 s
-##   adapters         39 s
+## module cache warm, the build cache cold for most packages after this
+## change's renames (a fresh machine adds the downloads and a cold build:
+## several minutes more):
+##   vet             124 s
+##   race            361 s
+##   browser          25 s
+##   adapters         47 s
 ##   mutation-runner   5 s
-##   mutation        124 s for the 129 switches (152 test binary runs,
-##                   every one narrowed to noticed.txt; adversary 5 s)
-##   test            481 s in all
+##   mutation        152 s for the 129 switches (154 test binary runs,
+##                   every one narrowed to noticed.txt; adversary 8 s)
+##   test            714 s in all
 ##   mutation-full   every switch's packages in full: 270 s for 28 switches
 ##                   (make mutation-full ONLY=...); the whole table takes
 ##                   several times that, so CI runs the narrowed one
