@@ -58,7 +58,8 @@ func (p Payload) Clone() Payload {
 	return cloneValue(map[string]any(p)).(map[string]any)
 }
 
-// Bool reports whether p[key] is truthy (see [Truthy]).
+// Bool reports whether p[key] is truthy: false for a missing key, nil,
+// false, zero, "", and empty lists and objects; true otherwise.
 func (p Payload) Bool(key string) bool { return jsonval.Truthy(p[key]) }
 
 // Float returns p[key] as a float64 if it is a number.

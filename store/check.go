@@ -116,7 +116,7 @@ func checkClaim(c Claim) error {
 	return nil
 }
 
-// CheckFilter validates the arguments of [Store.ListSlot].
+// CheckFilter validates the arguments of a [Store] ListSlot call.
 func CheckFilter(slot blackboard.Slot, f Filter) error { return checkFilter(slot, f) }
 
 func checkFilter(slot blackboard.Slot, f Filter) error {

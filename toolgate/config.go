@@ -446,7 +446,7 @@ func unreachable(g *Gate, c Config, derivedBy map[string]*entry) problems {
 // its tool's result kind, a belief with a spec on the spec's kinds.
 //
 // New then records the gate's policy snapshot ([Gate.Policy]: evidence of
-// kind [audit.KindPolicy] in the namespace's [PolicyTrace]) unless a gate
+// kind [audit.KindPolicy] in the namespace's [audit.PolicyTrace]) unless a gate
 // recorded the same hash in the namespace before, and fails, closing the
 // kernel, when it cannot: a gate whose policy is not on record decides
 // nothing. A gate without tools decides no call and records no snapshot.

@@ -100,7 +100,7 @@ func (g *Gate) Recover(ctx context.Context) ([]Result, error) {
 	return g.x.recoverAll(ctx)
 }
 
-// Lease returns the gate's lease ([WithLease]): how long an attempt is
+// Lease returns the gate's lease ([Config.Lease]): how long an attempt is
 // reserved to its driver. A process that restarts after a crash waits it
 // out before [Gate.Recover] can take over the attempts it left.
 func (g *Gate) Lease() time.Duration { return g.lease }
