@@ -116,7 +116,7 @@ func checkClaim(c Claim) error {
 	return nil
 }
 
-// CheckFilter validates the arguments of a [Store] ListSlot call.
+// CheckFilter validates the arguments of [Store.ListSlot].
 func CheckFilter(slot blackboard.Slot, f Filter) error { return checkFilter(slot, f) }
 
 func checkFilter(slot blackboard.Slot, f Filter) error {
