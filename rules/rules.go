@@ -134,7 +134,7 @@ func New(specs ...Spec) (*Rules, error) {
 }
 
 // Validate checks c against the rules that apply to it and returns the
-// verdict of the first rule that does not hold, or the zero Verdict. A
+// cause of the first rule that does not hold, or the zero Cause. A
 // belief is checked against its kind's rules; a plan against the rules of
 // every belief it rests on; an action against those, then its type's rules.
 func (r *Rules) Validate(ctx context.Context, c kernel.Candidate) kernel.Cause {
