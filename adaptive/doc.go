@@ -3,7 +3,7 @@
 //
 // A [Learner] counts the invalidated beliefs, plans, predictions and
 // actions of the traces it analyses by their typed reason code
-// ([blackboard.Code]; never by message text). When a code that the mapping
+// ([reason.Code]; never by message text). When a code that the mapping
 // knows reaches the threshold (default 2, [WithThreshold]), the learner
 // queues that code's constraint and, as the orchestrator.Worker
 // [Learner.Worker] returns in the next episode or through

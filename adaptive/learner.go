@@ -11,6 +11,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -47,12 +48,12 @@ const (
 //	UNRESOLVED_CONFLICT -> block_conflicted_actions     (uses_conflicted_data)
 //	LOW_CONFIDENCE      -> block_low_confidence_actions (uses_low_confidence_data)
 //	NEGATIVE_PREDICTION -> block_negative_predictions   (has_negative_prediction)
-func DefaultMapping() map[blackboard.Code]kernel.Constraint {
-	return map[blackboard.Code]kernel.Constraint{
-		blackboard.CodeStaleEvidence:      {Name: blockStaleActions, Enabled: true, BlocksField: "uses_stale_data"},
-		blackboard.CodeUnresolvedConflict: {Name: blockConflictedActions, Enabled: true, BlocksField: "uses_conflicted_data"},
-		blackboard.CodeLowConfidence:      {Name: blockLowConfidenceActions, Enabled: true, BlocksField: "uses_low_confidence_data"},
-		blackboard.CodeNegativePrediction: {Name: blockNegativePredictions, Enabled: true, BlocksField: "has_negative_prediction"},
+func DefaultMapping() map[reason.Code]kernel.Constraint {
+	return map[reason.Code]kernel.Constraint{
+		reason.StaleEvidence:      {Name: blockStaleActions, Enabled: true, BlocksField: "uses_stale_data"},
+		reason.UnresolvedConflict: {Name: blockConflictedActions, Enabled: true, BlocksField: "uses_conflicted_data"},
+		reason.LowConfidence:      {Name: blockLowConfidenceActions, Enabled: true, BlocksField: "uses_low_confidence_data"},
+		reason.NegativePrediction: {Name: blockNegativePredictions, Enabled: true, BlocksField: "has_negative_prediction"},
 	}
 }
 
@@ -67,7 +68,7 @@ func WithThreshold(n int) Option { return func(l *Learner) { l.threshold = n } }
 // constraint learned for it. Every constraint needs a name and a blocked
 // field; its Enabled field is ignored (learned constraints are enabled).
 // Codes left out are counted but never learned from. The map is copied.
-func WithMapping(m map[blackboard.Code]kernel.Constraint) Option {
+func WithMapping(m map[reason.Code]kernel.Constraint) Option {
 	return func(l *Learner) { l.mapping = maps.Clone(m); l.mappingSet = true }
 }
 
@@ -80,7 +81,7 @@ type Lesson struct {
 	Constraint kernel.Constraint
 	// Code and Count are what triggered it; empty and 0 for a persistent
 	// constraint found in the store without that record.
-	Code  blackboard.Code
+	Code  reason.Code
 	Count int
 	// RecordID names the constraint record; empty while the lesson is
 	// pending.
@@ -98,13 +99,13 @@ type Learner struct {
 	h          *kernel.Symbolic
 	id         string
 	threshold  int
-	mapping    map[blackboard.Code]kernel.Constraint
+	mapping    map[reason.Code]kernel.Constraint
 	mappingSet bool
-	codes      []blackboard.Code // mapped codes, sorted: the order constraints are queued in
+	codes      []reason.Code // mapped codes, sorted: the order constraints are queued in
 
 	mu       sync.Mutex
-	counts   map[blackboard.Code]int
-	perTrace map[string]map[blackboard.Code]int
+	counts   map[reason.Code]int
+	perTrace map[string]map[reason.Code]int
 	held     map[string]int // constraint name -> index in learned
 	learned  []Lesson
 	pending  []Lesson
@@ -127,8 +128,8 @@ func New(ctx context.Context, h *kernel.Symbolic, opts ...Option) (*Learner, err
 		id:        h.Name(),
 		threshold: defaultThreshold,
 		mapping:   DefaultMapping(),
-		counts:    make(map[blackboard.Code]int),
-		perTrace:  make(map[string]map[blackboard.Code]int),
+		counts:    make(map[reason.Code]int),
+		perTrace:  make(map[string]map[reason.Code]int),
 		held:      make(map[string]int),
 	}
 	for _, o := range opts {
@@ -153,7 +154,7 @@ func New(ctx context.Context, h *kernel.Symbolic, opts ...Option) (*Learner, err
 			if failure(&r) {
 				t := l.perTrace[r.Provenance.TraceID]
 				if t == nil {
-					t = make(map[blackboard.Code]int, 1)
+					t = make(map[reason.Code]int, 1)
 					l.perTrace[r.Provenance.TraceID] = t
 				}
 				t[r.Reason]++
@@ -200,7 +201,7 @@ func (l *Learner) check() error {
 // failure reports whether r is a record the learner counts: invalidated
 // with a reason code other than the supersession of a committed proposal.
 func failure(r *blackboard.Record) bool {
-	return r.Status == blackboard.StatusInvalidated && r.Reason != "" && r.Reason != blackboard.CodeSupersededByCommit
+	return r.Status == blackboard.StatusInvalidated && r.Reason != "" && r.Reason != reason.SupersededByCommit
 }
 
 // learnedFrom reads a persistent constraint record.
@@ -214,7 +215,7 @@ func learnedFrom(r *blackboard.Record) Lesson {
 	code, _ := r.Payload[keyLearnedFrom].(string)
 	count, _ := r.Payload.Float(keyTriggerCount)
 	return Lesson{Constraint: kernel.Constraint{Name: name, Enabled: enabled, BlocksField: field},
-		Code: blackboard.Code(code), Count: int(count), RecordID: r.ID}
+		Code: reason.Code(code), Count: int(count), RecordID: r.ID}
 }
 
 // hold records a constraint as present in the store. Callers hold l.mu or
@@ -261,7 +262,7 @@ func (l *Learner) queue() []Lesson {
 // episode ends. Errors come from the store (or ctx); on error nothing
 // changes.
 func (l *Learner) Analyze(ctx context.Context, traceID string) ([]Lesson, error) {
-	seen := make(map[blackboard.Code]int)
+	seen := make(map[reason.Code]int)
 	for r, err := range l.h.Trace(ctx, traceID) {
 		if err != nil {
 			return nil, fmt.Errorf("adaptive: analysing trace %q: %w", traceID, err)
@@ -276,7 +277,7 @@ func (l *Learner) Analyze(ctx context.Context, traceID string) ([]Lesson, error)
 	for code, n := range seen {
 		if d := n - counted[code]; d > 0 {
 			if counted == nil {
-				counted = make(map[blackboard.Code]int, len(seen))
+				counted = make(map[reason.Code]int, len(seen))
 				l.perTrace[traceID] = counted
 			}
 			counted[code] = n
@@ -343,7 +344,7 @@ func (l *Learner) commitOnce(ctx context.Context, traceID string, c kernel.Const
 }
 
 // Counts returns how many failures the learner has counted, by code.
-func (l *Learner) Counts() map[blackboard.Code]int {
+func (l *Learner) Counts() map[reason.Code]int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return maps.Clone(l.counts)

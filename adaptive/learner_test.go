@@ -16,6 +16,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
@@ -61,7 +62,7 @@ func percept(t *testing.T, k *kernel.Kernel, trace string, p blackboard.Payload,
 }
 
 // belief proposes anomaly_detected on the temperature and returns the code.
-func belief(t *testing.T, k *kernel.Kernel, trace string) blackboard.Code {
+func belief(t *testing.T, k *kernel.Kernel, trace string) reason.Code {
 	t.Helper()
 	d, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "anomaly_detected",
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{"temperature"}}})
@@ -82,7 +83,7 @@ func predict(t *testing.T, k *kernel.Kernel, trace string, outcome float64) {
 }
 
 // alert proposes an alert with extra payload fields and returns the code.
-func alert(t *testing.T, k *kernel.Kernel, trace string, extra blackboard.Payload) blackboard.Code {
+func alert(t *testing.T, k *kernel.Kernel, trace string, extra blackboard.Payload) reason.Code {
 	t.Helper()
 	p := blackboard.Payload{"requires_beliefs": []string{"anomaly_detected"}}
 	for key, v := range extra {
@@ -96,22 +97,22 @@ func alert(t *testing.T, k *kernel.Kernel, trace string, extra blackboard.Payloa
 }
 
 // fail makes one failure with the given code in the trace.
-func fail(t *testing.T, k *kernel.Kernel, trace string, code blackboard.Code) {
+func fail(t *testing.T, k *kernel.Kernel, trace string, code reason.Code) {
 	t.Helper()
-	var got blackboard.Code
+	var got reason.Code
 	switch code {
-	case blackboard.CodeStaleEvidence:
+	case reason.StaleEvidence:
 		percept(t, k, trace, blackboard.Payload{"stale": true}, 0.9, 0)
 		got = belief(t, k, trace)
-	case blackboard.CodeUnresolvedConflict:
+	case reason.UnresolvedConflict:
 		percept(t, k, trace, blackboard.Payload{"conflict": true}, 0.6, 0)
 		got = belief(t, k, trace)
-	case blackboard.CodeLowConfidence:
+	case reason.LowConfidence:
 		percept(t, k, trace, blackboard.Payload{}, 0.3, 0)
 		got = belief(t, k, trace)
-	case blackboard.CodeNegativePrediction:
+	case reason.NegativePrediction:
 		percept(t, k, trace, blackboard.Payload{}, 0.9, 0)
-		if c := belief(t, k, trace); c != blackboard.CodeCommitted {
+		if c := belief(t, k, trace); c != reason.Committed {
 			t.Fatalf("belief %s", c)
 		}
 		predict(t, k, trace, -0.5)
@@ -157,7 +158,7 @@ func TestThreshold(t *testing.T) {
 			l := newLearner(t, k, opts...)
 			for i := 1; i <= threshold; i++ {
 				trace := fmt.Sprint("ep", i)
-				fail(t, k, trace, blackboard.CodeStaleEvidence)
+				fail(t, k, trace, reason.StaleEvidence)
 				pending := analyze(t, l, trace)
 				if i < threshold {
 					if len(pending) != 0 || l.Worker().ShouldActivate(kernel.View{}) {
@@ -165,12 +166,12 @@ func TestThreshold(t *testing.T) {
 					}
 					continue
 				}
-				if len(pending) != 1 || pending[0].Code != blackboard.CodeStaleEvidence || pending[0].Count != threshold ||
+				if len(pending) != 1 || pending[0].Code != reason.StaleEvidence || pending[0].Count != threshold ||
 					pending[0].Constraint.Name != "block_stale_actions" {
 					t.Fatalf("after %d failures pending %+v", i, pending)
 				}
 			}
-			if got := l.Counts()[blackboard.CodeStaleEvidence]; got != threshold {
+			if got := l.Counts()[reason.StaleEvidence]; got != threshold {
 				t.Fatalf("counted %d stale failures, want %d", got, threshold)
 			}
 			if len(persistent(t, k)) != 0 {
@@ -189,7 +190,7 @@ func TestThreshold(t *testing.T) {
 			}
 			p := recs[0].Payload
 			if p["name"] != "block_stale_actions" || p["blocks_field"] != "uses_stale_data" ||
-				p["enabled"] != true || p["learned_from"] != string(blackboard.CodeStaleEvidence) ||
+				p["enabled"] != true || p["learned_from"] != string(reason.StaleEvidence) ||
 				p["trigger_count"] != float64(threshold) || recs[0].ID != learned[0].RecordID ||
 				recs[0].Provenance.Role != blackboard.RoleSymbolic {
 				t.Fatalf("constraint record %+v", recs[0])
@@ -199,11 +200,11 @@ func TestThreshold(t *testing.T) {
 }
 
 func TestDefaultMapping(t *testing.T) {
-	want := map[blackboard.Code][2]string{
-		blackboard.CodeStaleEvidence:      {"block_stale_actions", "uses_stale_data"},
-		blackboard.CodeUnresolvedConflict: {"block_conflicted_actions", "uses_conflicted_data"},
-		blackboard.CodeLowConfidence:      {"block_low_confidence_actions", "uses_low_confidence_data"},
-		blackboard.CodeNegativePrediction: {"block_negative_predictions", "has_negative_prediction"},
+	want := map[reason.Code][2]string{
+		reason.StaleEvidence:      {"block_stale_actions", "uses_stale_data"},
+		reason.UnresolvedConflict: {"block_conflicted_actions", "uses_conflicted_data"},
+		reason.LowConfidence:      {"block_low_confidence_actions", "uses_low_confidence_data"},
+		reason.NegativePrediction: {"block_negative_predictions", "has_negative_prediction"},
 	}
 	m := adaptive.DefaultMapping()
 	if len(m) != len(want) {
@@ -231,33 +232,33 @@ func TestDefaultMapping(t *testing.T) {
 			}
 		})
 	}
-	m[blackboard.CodeStaleEvidence] = kernel.Constraint{Name: "changed"}
-	if adaptive.DefaultMapping()[blackboard.CodeStaleEvidence].Name != "block_stale_actions" {
+	m[reason.StaleEvidence] = kernel.Constraint{Name: "changed"}
+	if adaptive.DefaultMapping()[reason.StaleEvidence].Name != "block_stale_actions" {
 		t.Fatal("DefaultMapping returns shared state")
 	}
 }
 
 func TestCustomMapping(t *testing.T) {
 	k := newKernel(t, nil, nil)
-	mapping := map[blackboard.Code]kernel.Constraint{
-		blackboard.CodeLowConfidence: {Name: "no_shaky_sensors", BlocksField: "uses_low_confidence_data"},
+	mapping := map[reason.Code]kernel.Constraint{
+		reason.LowConfidence: {Name: "no_shaky_sensors", BlocksField: "uses_low_confidence_data"},
 	}
 	l := newLearner(t, k, adaptive.WithMapping(mapping), adaptive.WithThreshold(1))
-	mapping[blackboard.CodeStaleEvidence] = kernel.Constraint{Name: "late", BlocksField: "uses_stale_data"}
-	fail(t, k, "a", blackboard.CodeStaleEvidence)
+	mapping[reason.StaleEvidence] = kernel.Constraint{Name: "late", BlocksField: "uses_stale_data"}
+	fail(t, k, "a", reason.StaleEvidence)
 	if p := analyze(t, l, "a"); len(p) != 0 {
 		t.Fatalf("a code left out of the mapping was learned from: %+v (the option must copy the map)", p)
 	}
-	if l.Counts()[blackboard.CodeStaleEvidence] != 1 {
+	if l.Counts()[reason.StaleEvidence] != 1 {
 		t.Fatal("an unmapped code must still be counted")
 	}
-	fail(t, k, "b", blackboard.CodeLowConfidence)
+	fail(t, k, "b", reason.LowConfidence)
 	p := analyze(t, l, "b")
 	if len(p) != 1 || p[0].Constraint.Name != "no_shaky_sensors" || !p[0].Constraint.Enabled {
 		t.Fatalf("pending %+v", p)
 	}
 	learned, err := l.Commit(ctx, "c")
-	if err != nil || len(learned) != 1 || learned[0].Code != blackboard.CodeLowConfidence || learned[0].Count != 1 {
+	if err != nil || len(learned) != 1 || learned[0].Code != reason.LowConfidence || learned[0].Count != 1 {
 		t.Fatalf("learned %+v %v", learned, err)
 	}
 	if w := l.Worker(); w.ID() != "adaptive" || w.Writes()[0] != blackboard.Constraints || w.Reads() != nil || w.Handle() == nil {
@@ -268,23 +269,23 @@ func TestCustomMapping(t *testing.T) {
 func TestNoDuplicates(t *testing.T) {
 	k := newKernel(t, nil, nil)
 	l := newLearner(t, k)
-	fail(t, k, "a", blackboard.CodeStaleEvidence)
+	fail(t, k, "a", reason.StaleEvidence)
 	for range 3 {
 		analyze(t, l, "a") // the same trace again: no new failures counted
 	}
-	if n := l.Counts()[blackboard.CodeStaleEvidence]; n != 1 {
+	if n := l.Counts()[reason.StaleEvidence]; n != 1 {
 		t.Fatalf("analysing one trace three times counted %d failures, want 1", n)
 	}
-	fail(t, k, "b", blackboard.CodeStaleEvidence)
+	fail(t, k, "b", reason.StaleEvidence)
 	analyze(t, l, "b")
 	analyze(t, l, "b")
 	if len(l.Pending()) != 1 {
 		t.Fatalf("pending %+v, want one constraint", l.Pending())
 	}
 	// A failure added later to an analysed trace is counted once.
-	fail(t, k, "b", blackboard.CodeStaleEvidence)
+	fail(t, k, "b", reason.StaleEvidence)
 	analyze(t, l, "b")
-	if n := l.Counts()[blackboard.CodeStaleEvidence]; n != 3 {
+	if n := l.Counts()[reason.StaleEvidence]; n != 3 {
 		t.Fatalf("counted %d, want 3", n)
 	}
 	if len(l.Pending()) != 1 {
@@ -308,7 +309,7 @@ func TestNoDuplicates(t *testing.T) {
 		if want := i == 0; (len(res.Steps) == 1) != want {
 			t.Fatalf("episode %d: steps %+v", i, res.Steps)
 		}
-		fail(t, k, trace, blackboard.CodeStaleEvidence)
+		fail(t, k, trace, reason.StaleEvidence)
 		if p := analyze(t, l, trace); len(p) != 0 {
 			t.Fatalf("a learned constraint was queued again: %+v", p)
 		}
@@ -351,16 +352,16 @@ func checkRestart(t *testing.T, open func(t *testing.T) (store.Store, func())) {
 	s1, stop1 := open(t)
 	k1 := newKernel(t, s1, nil)
 	l1 := newLearner(t, k1)
-	fail(t, k1, "p1-a", blackboard.CodeStaleEvidence)
-	fail(t, k1, "p1-b", blackboard.CodeStaleEvidence)
-	fail(t, k1, "p1-b", blackboard.CodeUnresolvedConflict)
+	fail(t, k1, "p1-a", reason.StaleEvidence)
+	fail(t, k1, "p1-b", reason.StaleEvidence)
+	fail(t, k1, "p1-b", reason.UnresolvedConflict)
 	analyze(t, l1, "p1-a")
 	analyze(t, l1, "p1-b")
 	if _, err := l1.Commit(ctx, "p1-c"); err != nil {
 		t.Fatal(err)
 	}
-	fail(t, k1, "p1-c", blackboard.CodeLowConfidence)
-	fail(t, k1, "p1-d", blackboard.CodeLowConfidence)
+	fail(t, k1, "p1-c", reason.LowConfidence)
+	fail(t, k1, "p1-d", reason.LowConfidence)
 	analyze(t, l1, "p1-c")
 	analyze(t, l1, "p1-d")
 	if p := l1.Pending(); len(p) != 1 || p[0].Constraint.Name != "block_low_confidence_actions" {
@@ -378,7 +379,7 @@ func checkRestart(t *testing.T, open func(t *testing.T) (store.Store, func())) {
 		t.Fatalf("counts after restart %v, want %v", got, counts1)
 	}
 	learned := l2.Learned()
-	if len(learned) != 1 || learned[0].Constraint.Name != "block_stale_actions" || learned[0].Code != blackboard.CodeStaleEvidence ||
+	if len(learned) != 1 || learned[0].Constraint.Name != "block_stale_actions" || learned[0].Code != reason.StaleEvidence ||
 		learned[0].Count != 2 || !strings.HasPrefix(learned[0].RecordID, "constraints:p1-c:") {
 		t.Fatalf("learned after restart %+v", learned)
 	}
@@ -393,8 +394,8 @@ func checkRestart(t *testing.T, open func(t *testing.T) (store.Store, func())) {
 	}
 	// More stale failures do not learn block_stale_actions again; a second
 	// conflict (one before the restart, one after) learns its constraint.
-	fail(t, k2, "p2-a", blackboard.CodeStaleEvidence)
-	fail(t, k2, "p2-a", blackboard.CodeUnresolvedConflict)
+	fail(t, k2, "p2-a", reason.StaleEvidence)
+	fail(t, k2, "p2-a", reason.UnresolvedConflict)
 	analyze(t, l2, "p2-a")
 	got, err := l2.Commit(ctx, "p2-b")
 	if err != nil {
@@ -432,7 +433,7 @@ func checkRestart(t *testing.T, open func(t *testing.T) (store.Store, func())) {
 	}
 }
 
-func mapsEqual(a, b map[blackboard.Code]int) bool {
+func mapsEqual(a, b map[reason.Code]int) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -451,18 +452,18 @@ func TestCountsByTypedCode(t *testing.T) {
 	// A committed belief: its proposal is invalidated as SUPERSEDED_BY_COMMIT
 	// and must not count.
 	percept(t, k, "a", blackboard.Payload{}, 0.9, time.Second)
-	if c := belief(t, k, "a"); c != blackboard.CodeCommitted {
+	if c := belief(t, k, "a"); c != reason.Committed {
 		t.Fatal(c)
 	}
 	// A plan missing its belief, and a prediction missing its belief.
 	d, err := k.Planner("planner").Submit(ctx, kernel.Entry{TraceID: "a", Slot: blackboard.Plans, Kind: "plan",
 		Payload: blackboard.Payload{"steps": []any{map[string]any{"action": "notify", "requires_beliefs": []any{"nope"}}}}})
-	if err != nil || d.Code != blackboard.CodePlanMissingBelief {
+	if err != nil || d.Code != reason.PlanMissingBelief {
 		t.Fatal(d.Code, err)
 	}
 	d, err = k.Simulator("sim").Submit(ctx, kernel.Entry{TraceID: "a", Slot: blackboard.Predictions, Kind: "p",
 		Payload: blackboard.Payload{"action_type": "alert", "expected_outcome": 1, "requires_beliefs": []string{"nope"}}})
-	if err != nil || d.Code != blackboard.CodePredictionMissingBelief {
+	if err != nil || d.Code != reason.PredictionMissingBelief {
 		t.Fatal(d.Code, err)
 	}
 	// A stale rejection whose payload text speaks of something else: the
@@ -473,7 +474,7 @@ func TestCountsByTypedCode(t *testing.T) {
 	}
 	d, err = k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: "a", Slot: blackboard.Beliefs, Kind: "damp",
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{"humidity"}, "why": "LOW_CONFIDENCE"}})
-	if err != nil || d.Code != blackboard.CodeStaleEvidence {
+	if err != nil || d.Code != reason.StaleEvidence {
 		t.Fatal(d.Code, err)
 	}
 	// The percept expires: EXPIRED records are not failures.
@@ -482,10 +483,10 @@ func TestCountsByTypedCode(t *testing.T) {
 		t.Fatalf("expire: %d %v", n, err)
 	}
 	analyze(t, l, "a")
-	want := map[blackboard.Code]int{
-		blackboard.CodePlanMissingBelief:       1,
-		blackboard.CodePredictionMissingBelief: 1,
-		blackboard.CodeStaleEvidence:           1,
+	want := map[reason.Code]int{
+		reason.PlanMissingBelief:       1,
+		reason.PredictionMissingBelief: 1,
+		reason.StaleEvidence:           1,
 	}
 	if got := l.Counts(); !mapsEqual(got, want) {
 		t.Fatalf("counts %v, want %v", got, want)
@@ -495,10 +496,10 @@ func TestCountsByTypedCode(t *testing.T) {
 func TestAnalyzeReadsOnlyItsTrace(t *testing.T) {
 	k := newKernel(t, nil, nil)
 	l := newLearner(t, k)
-	fail(t, k, "x", blackboard.CodeStaleEvidence)
-	fail(t, k, "y", blackboard.CodeLowConfidence)
+	fail(t, k, "x", reason.StaleEvidence)
+	fail(t, k, "y", reason.LowConfidence)
 	analyze(t, l, "y")
-	if got := l.Counts(); got[blackboard.CodeStaleEvidence] != 0 || got[blackboard.CodeLowConfidence] != 1 {
+	if got := l.Counts(); got[reason.StaleEvidence] != 0 || got[reason.LowConfidence] != 1 {
 		t.Fatalf("counts %v: Analyze(y) must read only y", got)
 	}
 	if p := analyze(t, l, "unknown"); len(p) != 0 {
@@ -519,7 +520,7 @@ func TestLateStaleEvidenceAndTheLearnedConstraint(t *testing.T) {
 
 	episode := func(trace string) {
 		percept(t, k, trace, blackboard.Payload{}, 0.9, 10*time.Second)
-		if c := belief(t, k, trace); c != blackboard.CodeCommitted {
+		if c := belief(t, k, trace); c != reason.Committed {
 			t.Fatalf("%s: belief %s", trace, c)
 		}
 		predict(t, k, trace, 1)
@@ -527,12 +528,12 @@ func TestLateStaleEvidenceAndTheLearnedConstraint(t *testing.T) {
 	}
 
 	episode("before")
-	if c := alert(t, k, "before", nil); c != blackboard.CodeStaleEvidence {
+	if c := alert(t, k, "before", nil); c != reason.StaleEvidence {
 		t.Fatalf("without the constraint the late alert is %s, want STALE_EVIDENCE", c)
 	}
 
-	fail(t, k, "f1", blackboard.CodeStaleEvidence)
-	fail(t, k, "f2", blackboard.CodeStaleEvidence)
+	fail(t, k, "f1", reason.StaleEvidence)
+	fail(t, k, "f2", reason.StaleEvidence)
 	analyze(t, l, "f1")
 	analyze(t, l, "f2")
 	if _, err := l.Commit(ctx, "f3"); err != nil {
@@ -541,17 +542,17 @@ func TestLateStaleEvidenceAndTheLearnedConstraint(t *testing.T) {
 
 	episode("after")
 	for _, claim := range []blackboard.Payload{nil, {"uses_stale_data": false}, {"uses_stale_data": true}} {
-		if c := alert(t, k, "after", claim); c != blackboard.CodeStaleEvidence {
+		if c := alert(t, k, "after", claim); c != reason.StaleEvidence {
 			t.Fatalf("with block_stale_actions learned, alert claiming %v is %s, want STALE_EVIDENCE", claim, c)
 		}
 	}
 	// A fresh episode is not affected.
 	percept(t, k, "fresh", blackboard.Payload{}, 0.9, 10*time.Second)
-	if c := belief(t, k, "fresh"); c != blackboard.CodeCommitted {
+	if c := belief(t, k, "fresh"); c != reason.Committed {
 		t.Fatal(c)
 	}
 	predict(t, k, "fresh", 1)
-	if c := alert(t, k, "fresh", nil); c != blackboard.CodeCommitted {
+	if c := alert(t, k, "fresh", nil); c != reason.Committed {
 		t.Fatalf("a fresh alert is %s, want COMMITTED", c)
 	}
 }
@@ -564,37 +565,37 @@ func TestDerivedFlagsCannotBeOverridden(t *testing.T) {
 	l := newLearner(t, k)
 	arbitrated := func(trace string) {
 		percept(t, k, trace, blackboard.Payload{"conflict": true}, 0.82, 0)
-		if c := belief(t, k, trace); c != blackboard.CodeCommitted {
+		if c := belief(t, k, trace); c != reason.Committed {
 			t.Fatalf("arbitrated belief %s", c)
 		}
 		predict(t, k, trace, 1)
 	}
 	arbitrated("before")
-	if c := alert(t, k, "before", blackboard.Payload{"uses_conflicted_data": false}); c != blackboard.CodeFieldMismatch {
+	if c := alert(t, k, "before", blackboard.Payload{"uses_conflicted_data": false}); c != reason.FieldMismatch {
 		t.Fatalf("claiming conflict-free data: %s, want FIELD_MISMATCH", c)
 	}
-	if c := alert(t, k, "before", blackboard.Payload{"has_negative_prediction": true}); c != blackboard.CodeFieldMismatch {
+	if c := alert(t, k, "before", blackboard.Payload{"has_negative_prediction": true}); c != reason.FieldMismatch {
 		t.Fatalf("claiming a negative prediction that does not exist: %s, want FIELD_MISMATCH", c)
 	}
-	if c := alert(t, k, "before", nil); c != blackboard.CodeCommitted {
+	if c := alert(t, k, "before", nil); c != reason.Committed {
 		t.Fatalf("before learning: %s", c)
 	}
 
-	fail(t, k, "f1", blackboard.CodeUnresolvedConflict)
-	fail(t, k, "f2", blackboard.CodeUnresolvedConflict)
+	fail(t, k, "f1", reason.UnresolvedConflict)
+	fail(t, k, "f2", reason.UnresolvedConflict)
 	analyze(t, l, "f1")
 	analyze(t, l, "f2")
 	if _, err := l.Commit(ctx, "f3"); err != nil {
 		t.Fatal(err)
 	}
 	arbitrated("after")
-	blocked := blackboard.BlockedCode("block_conflicted_actions")
+	blocked := reason.Blocked("block_conflicted_actions")
 	for _, claim := range []blackboard.Payload{nil, {"uses_conflicted_data": true}} {
 		if c := alert(t, k, "after", claim); c != blocked {
 			t.Fatalf("after learning, claim %v: %s, want %s", claim, c, blocked)
 		}
 	}
-	if c := alert(t, k, "after", blackboard.Payload{"uses_conflicted_data": false}); c != blackboard.CodeFieldMismatch {
+	if c := alert(t, k, "after", blackboard.Payload{"uses_conflicted_data": false}); c != reason.FieldMismatch {
 		t.Fatalf("after learning, claiming conflict-free data: %s", c)
 	}
 }
@@ -606,11 +607,11 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		"zero threshold":     {adaptive.WithThreshold(0)},
 		"negative threshold": {adaptive.WithThreshold(-1)},
 		"nil option":         {nil},
-		"empty mapping":      {adaptive.WithMapping(map[blackboard.Code]kernel.Constraint{})},
-		"empty code":         {adaptive.WithMapping(map[blackboard.Code]kernel.Constraint{"": {Name: "x", BlocksField: "f"}})},
-		"no name":            {adaptive.WithMapping(map[blackboard.Code]kernel.Constraint{"C": {BlocksField: "f"}})},
-		"no field":           {adaptive.WithMapping(map[blackboard.Code]kernel.Constraint{"C": {Name: "x"}})},
-		"bound percept":      {adaptive.WithMapping(map[blackboard.Code]kernel.Constraint{"C": {Name: "x", BlocksField: "f", BindPercept: "p"}})},
+		"empty mapping":      {adaptive.WithMapping(map[reason.Code]kernel.Constraint{})},
+		"empty code":         {adaptive.WithMapping(map[reason.Code]kernel.Constraint{"": {Name: "x", BlocksField: "f"}})},
+		"no name":            {adaptive.WithMapping(map[reason.Code]kernel.Constraint{"C": {BlocksField: "f"}})},
+		"no field":           {adaptive.WithMapping(map[reason.Code]kernel.Constraint{"C": {Name: "x"}})},
+		"bound percept":      {adaptive.WithMapping(map[reason.Code]kernel.Constraint{"C": {Name: "x", BlocksField: "f", BindPercept: "p"}})},
 	}
 	for name, opts := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -652,8 +653,8 @@ func TestCommitFailureKeepsThePendingConstraint(t *testing.T) {
 	store := &flaky{Store: memstore.New()}
 	k := newKernel(t, store, nil)
 	l := newLearner(t, k)
-	fail(t, k, "a", blackboard.CodeStaleEvidence)
-	fail(t, k, "b", blackboard.CodeStaleEvidence)
+	fail(t, k, "a", reason.StaleEvidence)
+	fail(t, k, "b", reason.StaleEvidence)
 	analyze(t, l, "a")
 	analyze(t, l, "b")
 	store.broken.Store(true)
@@ -677,7 +678,7 @@ func TestAnalyzeErrorChangesNothing(t *testing.T) {
 	store := memstore.New()
 	k := newKernel(t, store, nil)
 	l := newLearner(t, k)
-	fail(t, k, "a", blackboard.CodeStaleEvidence)
+	fail(t, k, "a", reason.StaleEvidence)
 	_ = store.Close()
 	if _, err := l.Analyze(ctx, "a"); !errors.Is(err, blackboard.ErrClosed) {
 		t.Fatalf("Analyze on a closed store: %v", err)
@@ -711,8 +712,8 @@ func TestAttackTwoLearnersOneConstraint(t *testing.T) {
 		}
 		ls[i] = l
 	}
-	fail(t, ks[0], "a", blackboard.CodeStaleEvidence)
-	fail(t, ks[1], "b", blackboard.CodeStaleEvidence)
+	fail(t, ks[0], "a", reason.StaleEvidence)
+	fail(t, ks[1], "b", reason.StaleEvidence)
 	for _, l := range ls {
 		analyze(t, l, "a")
 		analyze(t, l, "b")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -54,14 +55,14 @@ type Entry struct {
 	// Subject is the record the decision is about: the proposal decided,
 	// the committed record, or the record a governed write stored (an
 	// effect's result).
-	Subject string          `json:"subject,omitempty"`
-	Kind    string          `json:"kind"` // the action type or tool
-	Outcome Outcome         `json:"outcome"`
-	Code    blackboard.Code `json:"code"`
-	Rule    string          `json:"rule,omitempty"`
-	Failed  string          `json:"failed,omitempty"`
-	Detail  string          `json:"detail,omitempty"`
-	Causes  []kernel.Cause  `json:"causes,omitempty"`
+	Subject string         `json:"subject,omitempty"`
+	Kind    string         `json:"kind"` // the action type or tool
+	Outcome Outcome        `json:"outcome"`
+	Code    reason.Code    `json:"code"`
+	Rule    string         `json:"rule,omitempty"`
+	Failed  string         `json:"failed,omitempty"`
+	Detail  string         `json:"detail,omitempty"`
+	Causes  []kernel.Cause `json:"causes,omitempty"`
 	// EvidenceRefs is the chain that explains the decision.
 	EvidenceRefs []string `json:"evidence_refs,omitempty"`
 	// Constraints names the constraints in force when it was decided.
@@ -104,7 +105,7 @@ func ForDecision(traceID, kind string, d kernel.Decision, committed blackboard.R
 // result, written with its id set) came to outcome with code. kind names
 // the call (the action type), so that one query by kind finds the call's
 // whole chain; the evidence is what rec rests on.
-func ForRecord(rec blackboard.Record, kind string, outcome Outcome, code blackboard.Code) Entry {
+func ForRecord(rec blackboard.Record, kind string, outcome Outcome, code reason.Code) Entry {
 	return Entry{
 		ID: "decision:" + rec.ID, TraceID: rec.Provenance.TraceID, Subject: rec.ID, Kind: kind, Outcome: outcome, Code: code,
 		EvidenceRefs: append([]string(nil), rec.Provenance.InputRefs...),

@@ -9,6 +9,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // Of decodes only a decision record the kernel's role wrote; the same
@@ -16,7 +17,7 @@ import (
 // record.
 func TestOfAcceptsOnlyTheKernelsRecords(t *testing.T) {
 	f, err := audit.Entry{TraceID: "t", Subject: "actions:t:3", Kind: "issue_refund", Outcome: audit.OutcomePendingApproval,
-		Code: blackboard.CodeCommitted, Context: blackboard.Payload{"tool": "issue_refund"}}.Follow()
+		Code: reason.Committed, Context: blackboard.Payload{"tool": "issue_refund"}}.Follow()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func TestOfAcceptsOnlyTheKernelsRecords(t *testing.T) {
 // committed record with the chain it rests on, a refusal about the
 // proposal with the failed record and the causes' records.
 func TestForDecision(t *testing.T) {
-	commit := kernel.Decision{ID: "decision:actions:t:3", Code: blackboard.CodeCommitted, ProposalID: "actions:t:3",
+	commit := kernel.Decision{ID: "decision:actions:t:3", Code: reason.Committed, ProposalID: "actions:t:3",
 		CommittedID: "actions:t:4", Constraints: []string{"no_weekend"}}
 	committed := blackboard.Record{ID: "actions:t:4", Provenance: blackboard.Provenance{InputRefs: []string{"actions:t:3", "beliefs:t:2"}}, EvidenceRefs: []string{"evidence:t:1"}}
 	d := audit.ForDecision("t", "issue_refund", commit, committed)
@@ -69,10 +70,10 @@ func TestForDecision(t *testing.T) {
 		len(d.EvidenceRefs) != 3 || d.EvidenceRefs[2] != "evidence:t:1" || len(d.Constraints) != 1 {
 		t.Errorf("commit record %+v", d)
 	}
-	refusal := kernel.Decision{ID: "decision:actions:t:5", Code: blackboard.CodeNoCommittedBelief, ProposalID: "actions:t:5", Failed: "beliefs:t:2",
-		Causes: []kernel.Cause{{Code: blackboard.CodeStaleEvidence, Record: "percepts:t:1"}, {Code: blackboard.CodeStaleEvidence, Record: "beliefs:t:2"}}}
+	refusal := kernel.Decision{ID: "decision:actions:t:5", Code: reason.NoCommittedBelief, ProposalID: "actions:t:5", Failed: "beliefs:t:2",
+		Causes: []kernel.Cause{{Code: reason.StaleEvidence, Record: "percepts:t:1"}, {Code: reason.StaleEvidence, Record: "beliefs:t:2"}}}
 	d = audit.ForDecision("t", "issue_refund", refusal, blackboard.Record{})
-	if d.Outcome != audit.OutcomeRefused || d.Subject != "actions:t:5" || d.Code != blackboard.CodeNoCommittedBelief || d.Failed != "beliefs:t:2" ||
+	if d.Outcome != audit.OutcomeRefused || d.Subject != "actions:t:5" || d.Code != reason.NoCommittedBelief || d.Failed != "beliefs:t:2" ||
 		len(d.EvidenceRefs) != 2 || d.EvidenceRefs[0] != "beliefs:t:2" || d.EvidenceRefs[1] != "percepts:t:1" {
 		t.Errorf("refusal record %+v", d)
 	}

@@ -4,6 +4,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/internal/jsonval"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // KeyEffect is the payload key under which the tool-call gate (package
@@ -41,7 +42,7 @@ type Effect struct {
 	Attempt int
 	// Code is a result's code (EFFECT_SUCCEEDED, RETRIES_EXHAUSTED,
 	// APPROVAL_DENIED, ...); empty on an attempt.
-	Code blackboard.Code
+	Code reason.Code
 	// Approval is the approval the action runs under; on an escalation,
 	// the denial or the approval that expired.
 	Approval string
@@ -162,7 +163,7 @@ func EffectOf(r blackboard.Record) (Effect, bool) {
 		return s
 	}
 	e := Effect{Status: str(fieldStatus), Tool: str(fieldTool), ActionID: str(fieldActionID), Key: str(fieldKey),
-		Code: blackboard.Code(str(fieldCode)), Approval: str(fieldApproval), Approver: str(fieldApprover), Note: str(fieldNote),
+		Code: reason.Code(str(fieldCode)), Approval: str(fieldApproval), Approver: str(fieldApprover), Note: str(fieldNote),
 		Error: str(fieldError), PreviousError: str(fieldPreviousError),
 		ExecutionStatus: failure.ExecStatus(str(fieldExecStatus)), Category: failure.Category(str(fieldCategory))}
 	switch e.Status {

@@ -3,6 +3,8 @@ package blackboard
 import (
 	"fmt"
 	"time"
+
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // Slot is one of the seven typed regions of the blackboard (paper Table 1).
@@ -283,8 +285,8 @@ type Record struct {
 	// Reason is the typed code of the last decision about the record:
 	// COMMITTED or PLAN_FEASIBLE for committed records, the rejection code
 	// for invalidated ones, empty for a pending proposal.
-	Reason Code  `json:"reason,omitempty"`
-	Scope  Scope `json:"scope"`
+	Reason reason.Code `json:"reason,omitempty"`
+	Scope  Scope       `json:"scope"`
 	// Namespace is the application the record belongs to (see
 	// kernel.Config.Namespace). Stores keep an empty namespace as
 	// [DefaultNamespace].

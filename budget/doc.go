@@ -18,7 +18,7 @@
 // Every limit is checked before the call it would pay for. [Run.Allow] (and
 // a [Meter]'s [Meter.BeforeModelCall]) checks and counts in one step; a
 // request that does not fit is not counted and comes back as a [*Refusal]:
-// code BUDGET_EXCEEDED ([CodeBudgetExceeded]), the budget that refused, its
+// code BUDGET_EXCEEDED ([reason.BudgetExceeded]), the budget that refused, its
 // limit and use, and the run that owns it. Usage known only afterwards is
 // charged when it is known ([Run.ChargeTokens] with the counts the model
 // API returns, [Run.ChargeCost]), always recorded, and enforced at the next
@@ -81,7 +81,7 @@
 // # Loop guard
 //
 // A [Guard] ([NewGuard]) stops two kinds of loop, each with a [*Refusal]
-// (code LOOP_DETECTED, [CodeLoopDetected]) that names what repeated:
+// (code LOOP_DETECTED, [reason.LoopDetected]) that names what repeated:
 //
 //   - [Guard.Call], before a tool call: the same tool with the same
 //     argument digest ([Digest]) may run maxIdentical times (default 2:

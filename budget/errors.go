@@ -8,6 +8,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // Sentinels for errors.Is. A [*Refusal] wraps [ErrExceeded] (code
@@ -38,8 +39,8 @@ var (
 //	{"code":"LOOP_DETECTED","loop":"repeated_call","tool":"search","digest":"sha256:…","repeats":2,"detail":"…","hint":"…"}
 //	{"code":"LOOP_DETECTED","loop":"no_progress","idle_rounds":2,"detail":"…","hint":"…"}
 type Refusal struct {
-	// Code is [CodeBudgetExceeded] or [CodeLoopDetected].
-	Code blackboard.Code
+	// Code is [reason.BudgetExceeded] or [reason.LoopDetected].
+	Code reason.Code
 
 	// For BUDGET_EXCEEDED. Resource is the budget that refused. Limit and
 	// Used are that budget's limit and what had been used of it when the
@@ -68,7 +69,7 @@ type Refusal struct {
 
 // exceeded is the refusal of a budget, with its detail and hint.
 func exceeded(res Resource, limit, used, requested float64, run string) *Refusal {
-	e := &Refusal{Code: CodeBudgetExceeded, Resource: res, Limit: limit, Used: used, Requested: requested, Run: run,
+	e := &Refusal{Code: reason.BudgetExceeded, Resource: res, Limit: limit, Used: used, Requested: requested, Run: run,
 		Hint: budgetHints[res]}
 	e.Detail = e.Error()
 	return e
@@ -77,7 +78,7 @@ func exceeded(res Resource, limit, used, requested float64, run string) *Refusal
 // Error describes the refusal: for a budget, the budget, the run, its use
 // and limit; for the loop guard, what repeated.
 func (e *Refusal) Error() string {
-	if e.Code != CodeBudgetExceeded {
+	if e.Code != reason.BudgetExceeded {
 		return "budget: loop detected: " + e.Detail
 	}
 	if e.Resource == Deadline {
@@ -93,7 +94,7 @@ func (e *Refusal) Error() string {
 // Unwrap returns [ErrExceeded] for a budget's refusal, [ErrLoopDetected]
 // for the loop guard's.
 func (e *Refusal) Unwrap() error {
-	if e.Code == CodeBudgetExceeded {
+	if e.Code == reason.BudgetExceeded {
 		return ErrExceeded
 	}
 	return ErrLoopDetected
@@ -119,7 +120,7 @@ const (
 
 // loopDetected is the refusal of a [Guard], with its hint.
 func loopDetected(r Refusal) *Refusal {
-	r.Code = CodeLoopDetected
+	r.Code = reason.LoopDetected
 	switch r.Loop {
 	case RepeatedCall:
 		r.Hint = "this exact call was already made: use the result you have, change the arguments, or do something else"
@@ -134,12 +135,12 @@ func loopDetected(r Refusal) *Refusal {
 func (e *Refusal) payload() blackboard.Payload {
 	p := blackboard.Payload{"code": string(e.Code), "detail": e.Detail, "hint": e.Hint}
 	switch e.Code {
-	case CodeBudgetExceeded:
+	case reason.BudgetExceeded:
 		p["budget"], p["limit"], p["used"], p["requested"] = string(e.Resource), e.Limit, e.Used, e.Requested
 		if e.Run != "" {
 			p["run"] = e.Run
 		}
-	case CodeLoopDetected:
+	case reason.LoopDetected:
 		p["loop"] = e.Loop
 		if e.Loop == RepeatedCall {
 			p["tool"], p["digest"], p["repeats"] = e.Tool, e.Digest, float64(e.Repeats)

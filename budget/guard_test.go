@@ -11,6 +11,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 func loop(t *testing.T, err error, trigger string) *budget.Refusal {
@@ -19,7 +20,7 @@ func loop(t *testing.T, err error, trigger string) *budget.Refusal {
 	if !errors.As(err, &e) {
 		t.Fatalf("got %v, want a loop refusal", err)
 	}
-	if !errors.Is(err, budget.ErrLoopDetected) || e.Code != budget.CodeLoopDetected || e.Loop != trigger {
+	if !errors.Is(err, budget.ErrLoopDetected) || e.Code != reason.LoopDetected || e.Loop != trigger {
 		t.Fatalf("loop refusal %v: trigger %s code %s", err, e.Loop, e.Code)
 	}
 	return e
@@ -43,11 +44,11 @@ func TestGuardRepeatedCalls(t *testing.T) {
 	}
 	// It stays refused; the planner is told why, with a hint.
 	loop(t, g.Call("search", "sha256:aaaa"), budget.RepeatedCall)
-	reason, ok := budget.ReasonOf(e)
-	if !ok || reason.Code != budget.CodeLoopDetected || reason.Loop != budget.RepeatedCall || reason.Tool != "search" || reason.Hint == "" {
-		t.Errorf("reason %+v", reason)
+	why, ok := budget.ReasonOf(e)
+	if !ok || why.Code != reason.LoopDetected || why.Loop != budget.RepeatedCall || why.Tool != "search" || why.Hint == "" {
+		t.Errorf("reason %+v", why)
 	}
-	p := reason.Payload()
+	p := why.Payload()
 	if p["loop"] != "repeated_call" || p["repeats"] != 2.0 || p["digest"] != "sha256:aaaa" || p["budget"] != nil || p["idle_rounds"] != nil {
 		t.Errorf("reason payload %v", p)
 	}

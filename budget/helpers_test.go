@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/budget"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // clock is a fake clock: time moves only when a test says so.
@@ -58,7 +59,7 @@ func refusal(t *testing.T, err error, res budget.Resource, owner string) *budget
 	if !errors.As(err, &e) {
 		t.Fatalf("got %v, want a refusal by %s", err, res)
 	}
-	if !errors.Is(err, budget.ErrExceeded) || e.Code != budget.CodeBudgetExceeded {
+	if !errors.Is(err, budget.ErrExceeded) || e.Code != reason.BudgetExceeded {
 		t.Errorf("refusal %v: not ErrExceeded / BUDGET_EXCEEDED", err)
 	}
 	if e.Resource != res || e.Run != owner {

@@ -7,6 +7,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // A refused call goes on the blackboard: the decision record holds the
@@ -37,17 +38,17 @@ func TestRefusalRecordOnTheBlackboard(t *testing.T) {
 		t.Fatalf("%d decision records", len(got))
 	}
 	r := got[0]
-	reason, _ := r.Context["reason"].(map[string]any)
+	why, _ := r.Context["reason"].(map[string]any)
 	snap, _ := r.Context["budget"].(map[string]any)
-	if r.Code != budget.CodeBudgetExceeded || r.Outcome != audit.OutcomeRefused || r.Kind != "search" ||
-		reason["budget"] != "tool_calls" || reason["used"] != 1.0 || snap["run_id"] != "t" {
+	if r.Code != reason.BudgetExceeded || r.Outcome != audit.OutcomeRefused || r.Kind != "search" ||
+		why["budget"] != "tool_calls" || why["used"] != 1.0 || snap["run_id"] != "t" {
 		t.Errorf("decision record %+v", r)
 	}
 
 	g, _ := budget.NewGuard(1, 0)
 	_ = g.Call("search", "d")
 	d, ok = budget.RefusalRecord("t", "search", g.Call("search", "d"), budget.Snapshot{})
-	if !ok || d.Code != budget.CodeLoopDetected || d.Context["budget"] != nil || d.Detail == "" {
+	if !ok || d.Code != reason.LoopDetected || d.Context["budget"] != nil || d.Detail == "" {
 		t.Errorf("loop refusal record %+v", d)
 	}
 	if _, ok := budget.RefusalRecord("t", "search", nil, run.Snapshot()); ok {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/budget"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // Every budget refuses the call that would pass it before the call is
@@ -145,9 +146,9 @@ func TestEveryBudgetRefusesBeforeTheCall(t *testing.T) {
 				t.Errorf("refused %v, want %d by %s", s.Refused, want, tc.res)
 			}
 			// The planner gets the reason as data.
-			reason, ok := budget.ReasonOf(err)
-			if !ok || reason.Code != budget.CodeBudgetExceeded || reason.Resource != tc.res || reason.Hint == "" || reason.Run != "r" {
-				t.Errorf("reason %+v", reason)
+			why, ok := budget.ReasonOf(err)
+			if !ok || why.Code != reason.BudgetExceeded || why.Resource != tc.res || why.Hint == "" || why.Run != "r" {
+				t.Errorf("reason %+v", why)
 			}
 			if left, ok := s.Left(tc.res); !ok || left != tc.left {
 				t.Errorf("Left(%s) = %v, %v; want %v, true", tc.res, left, ok, tc.left)

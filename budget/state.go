@@ -7,6 +7,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // State is the functional state of a run at one round: five pressures and
@@ -54,9 +55,9 @@ type Inputs struct {
 
 // evidenceCodes are the rejections that mean a belief's evidence did not
 // hold.
-var evidenceCodes = map[blackboard.Code]bool{
-	blackboard.CodeMissingEvidence: true, blackboard.CodeStaleEvidence: true, blackboard.CodeUnresolvedConflict: true,
-	blackboard.CodeLowConfidence: true, blackboard.CodeSupersededEvidence: true,
+var evidenceCodes = map[reason.Code]bool{
+	reason.MissingEvidence: true, reason.StaleEvidence: true, reason.UnresolvedConflict: true,
+	reason.LowConfidence: true, reason.SupersededEvidence: true,
 }
 
 // Measure computes the functional state from in: a pure function of its

@@ -13,6 +13,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 var t0 = time.Date(2026, 5, 4, 9, 0, 0, 0, time.UTC)
@@ -20,21 +21,21 @@ var t0 = time.Date(2026, 5, 4, 9, 0, 0, 0, time.UTC)
 // Hand-made trace records, as a handle's Trace lists them.
 func percept(kind string, p blackboard.Payload, conf *float64) blackboard.Record {
 	return blackboard.Record{Slot: blackboard.Percepts, Mode: blackboard.ModeCommit, Kind: kind, Payload: p, Status: blackboard.StatusActive,
-		Reason: blackboard.CodeCommitted, Provenance: blackboard.Provenance{Role: blackboard.RoleTool, TimestampMS: t0.UnixMilli(), Confidence: conf}}
+		Reason: reason.Committed, Provenance: blackboard.Provenance{Role: blackboard.RoleTool, TimestampMS: t0.UnixMilli(), Confidence: conf}}
 }
 
-func proposal(kind string, status blackboard.Status, code blackboard.Code) blackboard.Record {
+func proposal(kind string, status blackboard.Status, code reason.Code) blackboard.Record {
 	return blackboard.Record{Slot: blackboard.Beliefs, Mode: blackboard.ModePropose, Kind: kind, Status: status, Reason: code,
 		Provenance: blackboard.Provenance{Role: blackboard.RolePlanner}}
 }
 
 func committedBelief(kind string) blackboard.Record {
-	return blackboard.Record{Slot: blackboard.Beliefs, Mode: blackboard.ModeCommit, Kind: kind, Status: blackboard.StatusActive, Reason: blackboard.CodeCommitted,
+	return blackboard.Record{Slot: blackboard.Beliefs, Mode: blackboard.ModeCommit, Kind: kind, Status: blackboard.StatusActive, Reason: reason.Committed,
 		Provenance: blackboard.Provenance{Role: blackboard.RoleKernel}}
 }
 
 func pendingApproval(action string, at time.Time) blackboard.Record {
-	f, _ := audit.Entry{TraceID: "t", Subject: action, Kind: "issue_refund", Outcome: audit.OutcomePendingApproval, Code: blackboard.CodeCommitted}.Follow()
+	f, _ := audit.Entry{TraceID: "t", Subject: action, Kind: "issue_refund", Outcome: audit.OutcomePendingApproval, Code: reason.Committed}.Follow()
 	return followRecord(f, at)
 }
 
@@ -89,15 +90,15 @@ func TestMeasureEachPressure(t *testing.T) {
 		}, budget.State{Loop: 0.75}, func(s budget.State) float64 { return s.Loop }},
 		{"evidence: one of two belief proposals rejected for its evidence", func() budget.Inputs {
 			return budget.Inputs{Budget: idle(), Trace: []blackboard.Record{
-				proposal("refund_due", blackboard.StatusInvalidated, blackboard.CodeStaleEvidence),
-				proposal("eligible", blackboard.StatusInvalidated, blackboard.CodeSupersededByCommit), committedBelief("eligible"),
+				proposal("refund_due", blackboard.StatusInvalidated, reason.StaleEvidence),
+				proposal("eligible", blackboard.StatusInvalidated, reason.SupersededByCommit), committedBelief("eligible"),
 			}}
 		}, budget.State{Evidence: 0.5}, func(s budget.State) float64 { return s.Evidence }},
 		{"evidence: pending and expired proposals stall too", func() budget.Inputs {
 			return budget.Inputs{Budget: idle(), Trace: []blackboard.Record{
-				proposal("a", blackboard.StatusActive, ""), proposal("b", blackboard.StatusExpired, blackboard.CodeTTLExpired),
-				proposal("c", blackboard.StatusInvalidated, blackboard.CodeMissingEvidence),
-				proposal("d", blackboard.StatusInvalidated, blackboard.CodeRuleViolated), // not an evidence code
+				proposal("a", blackboard.StatusActive, ""), proposal("b", blackboard.StatusExpired, reason.TTLExpired),
+				proposal("c", blackboard.StatusInvalidated, reason.MissingEvidence),
+				proposal("d", blackboard.StatusInvalidated, reason.RuleViolated), // not an evidence code
 			}}
 		}, budget.State{Evidence: 0.75}, func(s budget.State) float64 { return s.Evidence }},
 		{"gate: an approval waiting 27 of 30 minutes", func() budget.Inputs {
@@ -142,7 +143,7 @@ func TestMeasureRelief(t *testing.T) {
 		now   time.Time
 	}{
 		{"a rejected belief later committed", []blackboard.Record{
-			proposal("refund_due", blackboard.StatusInvalidated, blackboard.CodeStaleEvidence), committedBelief("refund_due")}, t0},
+			proposal("refund_due", blackboard.StatusInvalidated, reason.StaleEvidence), committedBelief("refund_due")}, t0},
 		{"an approval answered", []blackboard.Record{pendingApproval("actions:t:5", t0), approval("actions:t:5")}, t0.Add(29 * time.Minute)},
 		{"a wait inside the soft band", []blackboard.Record{pendingApproval("actions:t:5", t0)}, t0.Add(24 * time.Minute)},
 		{"a conflict arbitrated by confidence", []blackboard.Record{percept("charge", blackboard.Payload{"conflict": true}, new(0.9))}, t0},
@@ -265,7 +266,7 @@ func TestMeasureKernelTrace(t *testing.T) {
 	}
 	write("order", blackboard.Payload{"order_id": "A1"})
 	write("charge", blackboard.Payload{"amount": 90.0, "conflict": true})
-	if d := submit(kernel.Entry{Slot: blackboard.Beliefs, Kind: "charged", Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}}); d.Code != blackboard.CodeUnresolvedConflict {
+	if d := submit(kernel.Entry{Slot: blackboard.Beliefs, Kind: "charged", Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}}); d.Code != reason.UnresolvedConflict {
 		t.Fatalf("belief on a conflicted charge: %s", d.Code)
 	}
 	if d := submit(kernel.Entry{Slot: blackboard.Beliefs, Kind: "refund_due", Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); !d.Code.OK() {

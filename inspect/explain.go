@@ -3,9 +3,9 @@ package inspect
 import (
 	"context"
 
-	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/inspect"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -46,7 +46,7 @@ func Explain(ctx context.Context, s store.Store, recordID string) (*Explanation,
 func (e *Explanation) Verdict() string { return e.x.Verdict }
 
 // Code is the record's reason code (empty for a percept).
-func (e *Explanation) Code() blackboard.Code { return e.x.Code }
+func (e *Explanation) Code() reason.Code { return e.x.Code }
 
 // RootCause is, for a refusal, a denial or a fallback, the deepest cause
 // and the record it is about (the stale percept behind a missing belief);

@@ -10,6 +10,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/inspect"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store/memstore"
 )
 
@@ -52,7 +53,7 @@ func TestJSON(t *testing.T) {
 			t.Errorf("%s: a control character printed raw:\n%s", name, b)
 		}
 	}
-	if ex.Verdict() != "fallback" || ex.Code() != blackboard.CodeCommitted || !strings.Contains(ex.String(), "root cause: STALE_EVIDENCE") {
+	if ex.Verdict() != "fallback" || ex.Code() != reason.Committed || !strings.Contains(ex.String(), "root cause: STALE_EVIDENCE") {
 		t.Errorf("explanation: %s %s\n%s", ex.Verdict(), ex.Code(), ex)
 	}
 	if tl.Fates() != "queue_for_review committed" || !strings.Contains(tl.String(), "percept.charge committed") {

@@ -9,9 +9,9 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/snapshot"
 	"github.com/blackboardkernel/bk/invariant"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
-	"github.com/blackboardkernel/bk/toolgate"
 )
 
 // TestCleanStore: a store written through the gate alone (lookups that
@@ -208,7 +208,7 @@ func TestAttackMaskedValueInClear(t *testing.T) {
 		f := d.forge(blackboard.Record{Slot: blackboard.Evidence, Mode: blackboard.ModeCommit, Kind: "compiled_context",
 			Payload:    blackboard.Payload{"text": `tool lookup_order returned {"order_id": "T1-A1", "email": "ann@example.com"}`},
 			Provenance: blackboard.Provenance{Role: blackboard.RoleKernel, Writer: "kernel", TraceID: "T1"},
-			Status:     blackboard.StatusActive, Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode, Namespace: "default"})
+			Status:     blackboard.StatusActive, Reason: reason.Committed, Scope: blackboard.ScopeEpisode, Namespace: "default"})
 		return []invariant.Violation{{Invariant: invariant.MaskedValue, TraceID: "T1", RecordID: f[0].ID}}
 	})
 }
@@ -292,7 +292,7 @@ func TestAttackOnceKeyHeldForNothing(t *testing.T) {
 		ran := d.effectOf("T1", "issue_refund", audit.StatusSucceeded)
 		e, _ := audit.EffectOf(ran)
 		err := d.st.Apply(d.ctx, store.Batch{Invalidations: []store.Invalidation{
-			{ID: e.ActionID, Status: blackboard.StatusInvalidated, Reason: toolgate.CodeApprovalDenied}}})
+			{ID: e.ActionID, Status: blackboard.StatusInvalidated, Reason: reason.ApprovalDenied}}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // Routes 3 and 8 of the second review: a handle claims a once-key the
@@ -122,7 +123,7 @@ func TestRecheckAction(t *testing.T) {
 		}
 		return a.get(d.CommittedID)
 	}
-	recheck := func(t *testing.T, a *arena, id string, want blackboard.Code) {
+	recheck := func(t *testing.T, a *arena, id string, want reason.Code) {
 		t.Helper()
 		a.mark()
 		d, err := a.k.Governor().RecheckAction(a.ctx, id)
@@ -133,7 +134,7 @@ func TestRecheckAction(t *testing.T) {
 	}
 	t.Run("current", func(t *testing.T) {
 		attack(t, func(t *testing.T, a *arena) {
-			recheck(t, a, commit(t, a, 0).ID, blackboard.CodeCommitted)
+			recheck(t, a, commit(t, a, 0).ID, reason.Committed)
 			if _, err := a.k.Governor().RecheckAction(a.ctx, "percepts:t:1"); !errors.Is(err, kernel.ErrInvalidReference) {
 				t.Errorf("recheck of a percept: %v, want ErrInvalidReference", err)
 			}
@@ -143,14 +144,14 @@ func TestRecheckAction(t *testing.T) {
 		attack(t, func(t *testing.T, a *arena) {
 			act := commit(t, a, time.Minute)
 			a.clock.Advance(2 * time.Minute)
-			recheck(t, a, act.ID, blackboard.CodeStaleEvidence)
+			recheck(t, a, act.ID, reason.StaleEvidence)
 		}, ttlSpec)
 	})
 	t.Run("superseded observation", func(t *testing.T) {
 		attack(t, func(t *testing.T, a *arena) {
 			act := commit(t, a, 0)
 			a.percept("t", "charge", blackboard.Payload{"order_id": "A1", "amount": 100.0}, nil, 0)
-			recheck(t, a, act.ID, blackboard.CodeSupersededEvidence)
+			recheck(t, a, act.ID, reason.SupersededEvidence)
 		}, ttlSpec)
 	})
 	t.Run("replaced belief", func(t *testing.T) {
@@ -159,7 +160,7 @@ func TestRecheckAction(t *testing.T) {
 			if d := a.belief("t", "charge"); !d.Committed() {
 				t.Fatalf("second belief: %s", d.Code)
 			}
-			recheck(t, a, act.ID, blackboard.CodeSupersededEvidence)
+			recheck(t, a, act.ID, reason.SupersededEvidence)
 		}, ttlSpec)
 	})
 	t.Run("constraint", func(t *testing.T) {
@@ -169,7 +170,7 @@ func TestRecheckAction(t *testing.T) {
 				AppliesTo: []string{"issue_refund"}}, 0); err != nil {
 				t.Fatal(err)
 			}
-			recheck(t, a, act.ID, blackboard.BlockedCode("frozen"))
+			recheck(t, a, act.ID, reason.Blocked("frozen"))
 		}, ttlSpec)
 	})
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store/memstore"
 )
 
@@ -27,12 +28,12 @@ func TestAttackExactGrounding(t *testing.T) {
 	}
 	newer := f.perceive("t", "order", blackboard.Payload{"order_id": "A1", "refunded": 80.0}, nil, 0)
 	d := f.mustPropose("t", blackboard.Actions, "issue_refund", action("refund_due"))
-	if d.Code != blackboard.CodeSupersededEvidence || d.Failed != old.ID {
+	if d.Code != reason.SupersededEvidence || d.Failed != old.ID {
 		t.Fatalf("refund on a belief computed from a superseded observation: %s (failed %s, %s), want SUPERSEDED_EVIDENCE on %s",
 			d.Code, d.Failed, d.Detail, old.ID)
 	}
 	// A plan is held to the same grounding.
-	if d := f.mustPropose("t", blackboard.Plans, "refund_plan", plan(step("issue_refund", "refund_due"))); d.Code != blackboard.CodeSupersededEvidence {
+	if d := f.mustPropose("t", blackboard.Plans, "refund_plan", plan(step("issue_refund", "refund_due"))); d.Code != reason.SupersededEvidence {
 		t.Errorf("plan on it: %s, want SUPERSEDED_EVIDENCE", d.Code)
 	}
 	// Resting on the newer observation by id, or on the kind, commits.
@@ -96,7 +97,7 @@ func TestAttackReservedKinds(t *testing.T) {
 	denied := func(what string, err error) {
 		t.Helper()
 		var kerr *kernel.Error
-		if !errors.Is(err, blackboard.ErrPermission) || !errors.As(err, &kerr) || kerr.Code != blackboard.CodePermissionDenied {
+		if !errors.Is(err, blackboard.ErrPermission) || !errors.As(err, &kerr) || kerr.Code != reason.PermissionDenied {
 			t.Errorf("%s: %v, want PERMISSION_DENIED", what, err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
@@ -48,7 +49,7 @@ func TestAttackReplayByRegrounding(t *testing.T) {
 					if d := a.plan("t"); !d.Committed() {
 						t.Fatalf("plan again (%d): %s", i, d.Code)
 					}
-					refused(t, fmt.Sprintf("refund on a new belief over the same observation (%d)", i), a.refund("t"), blackboard.CodeDuplicateAction)
+					refused(t, fmt.Sprintf("refund on a new belief over the same observation (%d)", i), a.refund("t"), reason.DuplicateAction)
 				}
 				if n := a.refunds(); n != 1 {
 					t.Errorf("%d refunds of one charge committed, want 1", n)
@@ -95,7 +96,7 @@ func TestDuplicateActionNamesEarliest(t *testing.T) {
 		}
 		for _, reqs := range [][]string{{"alarm_clear", "charge_ok"}, {"charge_ok", "alarm_clear"}} {
 			d := ship(reqs...)
-			refused(t, fmt.Sprintf("ship on %v", reqs), d, blackboard.CodeDuplicateAction)
+			refused(t, fmt.Sprintf("ship on %v", reqs), d, reason.DuplicateAction)
 			if d.Failed != first.CommittedID {
 				t.Errorf("ship on %v: failed %q, want the earliest action that used an observation, %s (not %s)", reqs, d.Failed, first.CommittedID, second.CommittedID)
 			}
@@ -185,7 +186,7 @@ func TestAttackOnceKeyNegativeZero(t *testing.T) {
 			a.groundRefund(trace, "A1")
 			if d := a.refund(trace, "charge_id", v); d.Committed() {
 				committed++
-			} else if d.Code != blackboard.CodeDuplicateAction {
+			} else if d.Code != reason.DuplicateAction {
 				t.Errorf("refund keyed %v: %s, want DUPLICATE_ACTION", v, d.Code)
 			}
 		}
@@ -208,7 +209,7 @@ func TestAttackRetiredActionFreesOnceKey(t *testing.T) {
 			t.Fatalf("first refund: %s", denied.Code)
 		}
 		a.groundRefund("t2", "A1")
-		refused(t, "refund while the first may still run", a.refund("t2"), blackboard.CodeDuplicateAction)
+		refused(t, "refund while the first may still run", a.refund("t2"), reason.DuplicateAction)
 		if err := a.k.Governor().Retire(a.ctx, denied.CommittedID, "APPROVAL_DENIED", "fence/"+denied.CommittedID); err != nil {
 			t.Fatalf("Retire: %v", err)
 		}
@@ -222,7 +223,7 @@ func TestAttackRetiredActionFreesOnceKey(t *testing.T) {
 		}
 		a.groundRefund("t4", "A1")
 		d := a.refund("t4")
-		refused(t, "a third refund", d, blackboard.CodeDuplicateAction)
+		refused(t, "a third refund", d, reason.DuplicateAction)
 		if d.Failed != later.CommittedID {
 			t.Errorf("the third refund is refused naming %q, want the live holder %s", d.Failed, later.CommittedID)
 		}
@@ -244,7 +245,7 @@ func TestAttackRetiredActionFreesOnceKey(t *testing.T) {
 			t.Errorf("Retire of an action whose fence is claimed: %v, want ErrDuplicateKey", err)
 		}
 		a.groundRefund("u2", "B2")
-		refused(t, "refund of B2 after a refused retirement", a.refund("u2"), blackboard.CodeDuplicateAction)
+		refused(t, "refund of B2 after a refused retirement", a.refund("u2"), reason.DuplicateAction)
 
 		if err := a.k.Governor().Retire(a.ctx, "actions:nope:1", "APPROVAL_DENIED", "fence/x"); !errors.Is(err, kernel.ErrInvalidReference) {
 			t.Errorf("Retire of no action: %v, want ErrInvalidReference", err)
@@ -279,7 +280,7 @@ func TestOnceKeyLegacyClaims(t *testing.T) {
 	}
 	a.groundRefund("t", "A1")
 	d := a.refund("t", "order_id", "A1")
-	refused(t, "refund of an order an earlier release refunded", d, blackboard.CodeDuplicateAction)
+	refused(t, "refund of an order an earlier release refunded", d, reason.DuplicateAction)
 	if d.Failed != "actions:prior:9" {
 		t.Errorf("refused naming %q, want the legacy holder", d.Failed)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
@@ -55,7 +56,7 @@ func TestAttackRetractionBehindTheState(t *testing.T) {
 				if d, err := k.Planner("p").Submit(ctx, belief); err != nil || !d.Committed() {
 					t.Fatalf("belief on the observation: %v %v", d.Code, err)
 				}
-				if err := s.Apply(ctx, store.Batch{Invalidations: []store.Invalidation{{ID: obs, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeStaleEvidence}}}); err != nil {
+				if err := s.Apply(ctx, store.Batch{Invalidations: []store.Invalidation{{ID: obs, Status: blackboard.StatusInvalidated, Reason: reason.StaleEvidence}}}); err != nil {
 					t.Fatal(err)
 				}
 				if who == "another kernel" {
@@ -68,8 +69,8 @@ func TestAttackRetractionBehindTheState(t *testing.T) {
 				if d.Committed() {
 					t.Fatalf("a belief committed on the retracted observation %s", obs)
 				}
-				if d.Code != blackboard.CodeMissingEvidence {
-					t.Errorf("refused with %s, want %s", d.Code, blackboard.CodeMissingEvidence)
+				if d.Code != reason.MissingEvidence {
+					t.Errorf("refused with %s, want %s", d.Code, reason.MissingEvidence)
 				}
 			})
 		}

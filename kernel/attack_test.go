@@ -15,6 +15,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
@@ -144,7 +145,7 @@ func (a *arena) refunds() int {
 }
 
 // refused fails the test unless d refused with want.
-func refused(t *testing.T, what string, d kernel.Decision, want blackboard.Code) {
+func refused(t *testing.T, what string, d kernel.Decision, want reason.Code) {
 	t.Helper()
 	if d.Committed() || d.Code != want {
 		t.Errorf("%s: %s (failed %q, causes %v), want %s", what, d.Code, d.Failed, d.Causes, want)
@@ -158,12 +159,12 @@ func TestAttackSupersededObservation(t *testing.T) {
 		old := a.percept("t", "charge", blackboard.Payload{"amount": 100.0}, nil, 0)
 		fresh := a.percept("t", "charge", blackboard.Payload{"amount": 100.0, "stale": true}, nil, 0)
 		d := a.belief("t", old.ID)
-		refused(t, "belief on the superseded observation", d, blackboard.CodeSupersededEvidence)
+		refused(t, "belief on the superseded observation", d, reason.SupersededEvidence)
 		if d.Failed != old.ID || !strings.Contains(d.Detail, fresh.ID) {
 			t.Errorf("decision names %q (%s), want %s superseded by %s", d.Failed, d.Detail, old.ID, fresh.ID)
 		}
-		refused(t, "plan", a.plan("t"), blackboard.CodePlanMissingBelief)
-		refused(t, "refund", a.refund("t"), blackboard.CodeNoCommittedBelief)
+		refused(t, "plan", a.plan("t"), reason.PlanMissingBelief)
+		refused(t, "refund", a.refund("t"), reason.NoCommittedBelief)
 		if n := a.refunds(); n != 0 {
 			t.Errorf("%d refunds committed", n)
 		}
@@ -177,11 +178,11 @@ func TestAttackLateObservation(t *testing.T) {
 	for _, late := range []struct {
 		payload blackboard.Payload
 		conf    *float64
-		want    blackboard.Code
+		want    reason.Code
 	}{
-		{blackboard.Payload{"stale": true}, nil, blackboard.CodeStaleEvidence},
-		{blackboard.Payload{"conflict": true}, new(0.4), blackboard.CodeUnresolvedConflict},
-		{blackboard.Payload{"low_confidence": true}, nil, blackboard.CodeLowConfidence},
+		{blackboard.Payload{"stale": true}, nil, reason.StaleEvidence},
+		{blackboard.Payload{"conflict": true}, new(0.4), reason.UnresolvedConflict},
+		{blackboard.Payload{"low_confidence": true}, nil, reason.LowConfidence},
 	} {
 		t.Run(string(late.want), func(t *testing.T) {
 			attack(t, func(t *testing.T, a *arena) {
@@ -209,11 +210,11 @@ func TestAttackSourceFlaggedLowConfidence(t *testing.T) {
 	attack(t, func(t *testing.T, a *arena) {
 		p := a.percept("t", "charge", blackboard.Payload{"amount": 100.0, "low_confidence": true}, nil, 0)
 		d := a.belief("t", "charge")
-		refused(t, "belief", d, blackboard.CodeLowConfidence)
+		refused(t, "belief", d, reason.LowConfidence)
 		if d.Failed != p.ID {
 			t.Errorf("failed %q, want %s", d.Failed, p.ID)
 		}
-		refused(t, "refund", a.refund("t"), blackboard.CodeNoCommittedBelief)
+		refused(t, "refund", a.refund("t"), reason.NoCommittedBelief)
 	})
 }
 
@@ -224,11 +225,11 @@ func TestAttackUncheckedBoundPercept(t *testing.T) {
 		name    string
 		payload blackboard.Payload
 		ttl     time.Duration
-		want    blackboard.Code
+		want    reason.Code
 	}{
-		{"flagged stale", blackboard.Payload{"is_duplicate": false, "stale": true}, 0, blackboard.CodeStaleEvidence},
-		{"conflicted", blackboard.Payload{"is_duplicate": false, "conflict": true}, 0, blackboard.CodeUnresolvedConflict},
-		{"expired", blackboard.Payload{"is_duplicate": false}, time.Second, blackboard.CodeStaleEvidence},
+		{"flagged stale", blackboard.Payload{"is_duplicate": false, "stale": true}, 0, reason.StaleEvidence},
+		{"conflicted", blackboard.Payload{"is_duplicate": false, "conflict": true}, 0, reason.UnresolvedConflict},
+		{"expired", blackboard.Payload{"is_duplicate": false}, time.Second, reason.StaleEvidence},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			attack(t, func(t *testing.T, a *arena) {
@@ -243,7 +244,7 @@ func TestAttackUncheckedBoundPercept(t *testing.T) {
 				}
 				a.clock.Advance(2 * time.Second)
 				d := a.refund("t", "is_duplicate", false)
-				refused(t, "refund", d, blackboard.BlockedCode("no_duplicate_refund"))
+				refused(t, "refund", d, reason.Blocked("no_duplicate_refund"))
 				if root := d.RootCause(); root.Code != tc.want || root.Record != ledger.ID || d.Rule != "no_duplicate_refund" {
 					t.Errorf("rule %q root %+v, want %s on %s", d.Rule, root, tc.want, ledger.ID)
 				}
@@ -266,8 +267,8 @@ func TestAttackUngroundedAndSquattedPredictions(t *testing.T) {
 		attack(t, func(t *testing.T, a *arena) {
 			grounded(a)
 			d := a.submit(a.sim, kernel.Entry{TraceID: "t", Slot: blackboard.Predictions, Kind: "outcome", Payload: prediction("issue_refund", 1)})
-			refused(t, "prediction without beliefs", d, blackboard.CodePredictionMissingBelief)
-			refused(t, "refund", a.refund("t"), blackboard.CodeNoPrediction)
+			refused(t, "prediction without beliefs", d, reason.PredictionMissingBelief)
+			refused(t, "refund", a.refund("t"), reason.NoPrediction)
 		}, spec)
 	})
 	t.Run("squatted", func(t *testing.T) {
@@ -278,13 +279,13 @@ func TestAttackUngroundedAndSquattedPredictions(t *testing.T) {
 				Payload: prediction("issue_refund", 1, "refund_due")}); !d.Committed() {
 				t.Fatalf("planner prediction: %s", d.Code)
 			}
-			refused(t, "refund on the planner's prediction", a.refund("t"), blackboard.CodeNoPrediction)
+			refused(t, "refund on the planner's prediction", a.refund("t"), reason.NoPrediction)
 			// The trusted simulator still proposes its own, and its verdict rules.
 			if d := a.submit(a.sim, kernel.Entry{TraceID: "t", Slot: blackboard.Predictions, Kind: "outcome",
 				Payload: prediction("issue_refund", -1, "refund_due")}); !d.Committed() {
 				t.Fatalf("simulator prediction: %s", d.Code)
 			}
-			refused(t, "refund", a.refund("t"), blackboard.CodeNegativePrediction)
+			refused(t, "refund", a.refund("t"), reason.NegativePrediction)
 		}, spec)
 	})
 	t.Run("planner trusted by name", func(t *testing.T) {
@@ -323,7 +324,7 @@ func TestAttackReplay(t *testing.T) {
 				t.Fatalf("first refund: %s", d.Code)
 			}
 			d := a.refund("t")
-			refused(t, "replay", d, blackboard.CodeDuplicateAction)
+			refused(t, "replay", d, reason.DuplicateAction)
 			if a.refunds() != 1 {
 				t.Errorf("%d refunds committed, want 1", a.refunds())
 			}
@@ -385,7 +386,7 @@ func race(t *testing.T, n int, submit func(i int) kernel.Decision) int {
 			switch {
 			case d.Committed():
 				committed++
-			case d.Code != blackboard.CodeDuplicateAction:
+			case d.Code != reason.DuplicateAction:
 				t.Errorf("racing refund %d: %s, want COMMITTED or DUPLICATE_ACTION", i, d.Code)
 			}
 		}()
@@ -476,7 +477,7 @@ func TestAttackUnscopedFailOpenConstraint(t *testing.T) {
 			BlocksField: "is_duplicate", AppliesTo: []string{"issue_refund"}}, 0); err != nil {
 			t.Fatal(err)
 		}
-		refused(t, "refund without is_duplicate", a.refund("t"), blackboard.BlockedCode("no_duplicate_refund"))
+		refused(t, "refund without is_duplicate", a.refund("t"), reason.Blocked("no_duplicate_refund"))
 		d := a.submit(a.planner, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "update_address", Payload: action("refund_due")})
 		if !d.Committed() {
 			t.Errorf("update_address, which the refund constraint does not guard: %s", d.Code)
@@ -494,7 +495,7 @@ func TestAttackRootCause(t *testing.T) {
 		b := a.belief("t", "charge")
 		for what, d := range map[string]kernel.Decision{"refund": a.refund("t"), "plan": a.plan("t")} {
 			root := d.RootCause()
-			if len(d.Causes) != 2 || d.Causes[0].Record != b.ProposalID || root.Code != blackboard.CodeStaleEvidence || root.Record != p.ID {
+			if len(d.Causes) != 2 || d.Causes[0].Record != b.ProposalID || root.Code != reason.StaleEvidence || root.Record != p.ID {
 				t.Errorf("%s %s: causes %+v, want the belief %s then STALE_EVIDENCE on %s", what, d.Code, d.Causes, b.ProposalID, p.ID)
 			}
 		}
@@ -517,7 +518,7 @@ func TestAttackSharedStore(t *testing.T) {
 				t.Errorf("app2 refund under app1's persistent constraint: %s", d.Code)
 			}
 			app1.groundRefund("t1", "A1")
-			refused(t, "app1 refund", app1.refund("t1", "amount", 5.0), blackboard.BlockedCode("block_all"))
+			refused(t, "app1 refund", app1.refund("t1", "amount", 5.0), reason.Blocked("block_all"))
 			// app2 naming a trace as app1 does gets a trace of its own: its
 			// write lands there, neither sees the other's records, and app1
 			// decides on its trace as before.
@@ -565,8 +566,8 @@ func TestAttackReadsDoNotWrite(t *testing.T) {
 		if r, err := a.store.Get(a.ctx, p.ID); err != nil || r.Status != blackboard.StatusActive {
 			t.Errorf("after a view the expired percept is %v in the store (%v), want it untouched", r.Status, err)
 		}
-		refused(t, "belief", a.belief("t", "charge"), blackboard.CodeStaleEvidence)
-		if r, _ := a.store.Get(a.ctx, p.ID); r.Status != blackboard.StatusExpired || r.Reason != blackboard.CodeTTLExpired {
+		refused(t, "belief", a.belief("t", "charge"), reason.StaleEvidence)
+		if r, _ := a.store.Get(a.ctx, p.ID); r.Status != blackboard.StatusExpired || r.Reason != reason.TTLExpired {
 			t.Errorf("after a decision the expired percept is %s %s, want EXPIRED TTL_EXPIRED", r.Status, r.Reason)
 		}
 	})

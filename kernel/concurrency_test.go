@@ -8,6 +8,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // TestConcurrentTraces: many goroutines on many traces, several per trace,
@@ -43,7 +44,7 @@ func TestConcurrentTraces(t *testing.T) {
 						return
 					}
 					d, err := f.planner.Submit(f.ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "b_" + kind, Payload: belief(true, kind)})
-					if err != nil || d.Code != blackboard.CodeCommitted {
+					if err != nil || d.Code != reason.Committed {
 						t.Errorf("%s: belief: %s %v", trace, d.Code, err)
 						return
 					}
@@ -104,14 +105,14 @@ func TestConcurrentCommitOfOneProposal(t *testing.T) {
 	close(decisions)
 	for err := range results {
 		if err != nil {
-			wantErr(t, err, kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal)
+			wantErr(t, err, kernel.ErrInvalidProposal, reason.InvalidProposal)
 		}
 	}
 	if len(decisions) != 1 {
 		t.Fatalf("%d commits succeeded, want 1", len(decisions))
 	}
 	d := <-decisions
-	if d.Code != blackboard.CodeCommitted {
+	if d.Code != reason.Committed {
 		t.Fatalf("winner: %s", d.Code)
 	}
 	f.checkDecision(d)

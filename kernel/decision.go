@@ -1,6 +1,6 @@
 package kernel
 
-import "github.com/blackboardkernel/bk/blackboard"
+import "github.com/blackboardkernel/bk/reason"
 
 // KindBeliefValidation is the kind of the evidence artifact the kernel
 // writes with a committed belief: the checks each percept passed
@@ -15,7 +15,7 @@ type Decision struct {
 	// proposal is decided once).
 	ID string `json:"id"`
 	// Code is COMMITTED (PLAN_FEASIBLE for plans) or the rejection code.
-	Code blackboard.Code `json:"code"`
+	Code reason.Code `json:"code"`
 	// ProposalID is the proposal decided. After the decision it is
 	// INVALIDATED: with SUPERSEDED_BY_COMMIT when committed, else with Code.
 	ProposalID string `json:"proposal_id"`
@@ -57,10 +57,10 @@ type Decision struct {
 // through; any other code rejects it, and Record (as [Decision.Failed]),
 // Rule and Detail join the [Decision].
 type Cause struct {
-	Code   blackboard.Code `json:"code"`
-	Record string          `json:"record,omitempty"` // the record the code is about
-	Rule   string          `json:"rule,omitempty"`   // the constraint or rule, if one decided
-	Detail string          `json:"detail,omitempty"`
+	Code   reason.Code `json:"code"`
+	Record string      `json:"record,omitempty"` // the record the code is about
+	Rule   string      `json:"rule,omitempty"`   // the constraint or rule, if one decided
+	Detail string      `json:"detail,omitempty"`
 }
 
 // Committed reports whether the proposal was committed.

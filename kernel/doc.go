@@ -13,7 +13,7 @@
 // (writer, trace, time, input refs, optional confidence and TTL), evidence
 // refs, a [blackboard.Status] and a [blackboard.Scope]. Records are append-only; the only change a
 // record ever sees is its status moving from ACTIVE to INVALIDATED or
-// EXPIRED, always with a [blackboard.Code] saying why.
+// EXPIRED, always with a [reason.Code] saying why.
 //
 // # Roles are capabilities
 //
@@ -64,13 +64,13 @@
 //     safe fallback (PLAN_UNGROUNDED_ACTION); its beliefs are committed
 //     (PLAN_MISSING_BELIEF) and true (PLAN_BELIEF_NOT_SATISFIED); their
 //     evidence is still current (the evidence codes); no constraint that
-//     applies blocks it ("PLAN_" + [blackboard.BlockedCode]).
+//     applies blocks it ("PLAN_" + [reason.Blocked]).
 //   - Actions (gating): the same grounding, belief and evidence checks
 //     (UNGROUNDED_ACTION, NO_COMMITTED_BELIEF, BELIEF_NOT_SATISFIED, the
 //     evidence codes), no observation it rests on used up by an earlier
 //     commit of its type (DUPLICATE_ACTION), the
 //     prediction gate when the [ActionSpec] or the payload asks for it
-//     (NO_PREDICTION, NEGATIVE_PREDICTION), constraints ([blackboard.BlockedCode]),
+//     (NO_PREDICTION, NEGATIVE_PREDICTION), constraints ([reason.Blocked]),
 //     custom validators, then the once-key (DUPLICATE_ACTION,
 //     ONCE_KEY_MISSING). Committed plans and actions never expire.
 //   - Predictions: they name beliefs, and those are committed
@@ -108,7 +108,7 @@
 // sentinel ([blackboard.ErrPermission], [blackboard.ErrInvalidInput], [blackboard.ErrInvalidPayload],
 // [ErrPayloadTooLarge], [ErrInvalidProposal], [ErrInvalidReference],
 // [blackboard.ErrNotFound], [blackboard.ErrDuplicateKey], ...) for errors.Is, and most carry
-// the operation, the record id and the [blackboard.Code], which [CodeOf] reads. Codes are
+// the operation, the record id and the [reason.Code], which [CodeOf] reads. Codes are
 // stable strings; never parse messages.
 //
 // # Storage

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // Sentinel errors of the kernel's own. A kernel also returns the
@@ -28,11 +28,11 @@ var (
 // sentinel errors, so errors.Is works, and carries a code, which [CodeOf]
 // reads.
 type opError struct {
-	Op       string          // the operation: "write", "commit", "view", ...
-	RecordID string          // the record concerned, if any
-	Code     blackboard.Code // the reason code, if any
-	Err      error           // the sentinel (or store error) it wraps
-	Detail   string          // a human-readable explanation
+	Op       string      // the operation: "write", "commit", "view", ...
+	RecordID string      // the record concerned, if any
+	Code     reason.Code // the reason code, if any
+	Err      error       // the sentinel (or store error) it wraps
+	Detail   string      // a human-readable explanation
 }
 
 func (e *opError) Error() string {
@@ -63,7 +63,7 @@ func (e *opError) Error() string {
 func (e *opError) Unwrap() error { return e.Err }
 
 // CodeOf returns the reason code carried by err, or "" if it carries none.
-func CodeOf(err error) blackboard.Code {
+func CodeOf(err error) reason.Code {
 	var e *opError
 	if errors.As(err, &e) {
 		return e.Code
@@ -71,6 +71,6 @@ func CodeOf(err error) blackboard.Code {
 	return ""
 }
 
-func newErr(op, id string, code blackboard.Code, sentinel error, detail string) *opError {
+func newErr(op, id string, code reason.Code, sentinel error, detail string) *opError {
 	return &opError{Op: op, RecordID: id, Code: code, Err: sentinel, Detail: detail}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -35,7 +36,7 @@ func (s *snapshot) follow(ctx context.Context, b store.Batch, fs []Follow, first
 		}
 		for _, key := range fs[i].Entry.OnceKeys {
 			if slices.ContainsFunc(b.Claims, func(c store.Claim) bool { return c.Key == key }) {
-				return b, nil, newErr("write", rec.ID, blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, "once-key "+key+" claimed twice in one batch")
+				return b, nil, newErr("write", rec.ID, reason.InvalidInput, blackboard.ErrInvalidInput, "once-key "+key+" claimed twice in one batch")
 			}
 			b.Claims = append(b.Claims, store.Claim{Key: key, RecordID: rec.ID})
 		}
@@ -65,7 +66,7 @@ func (k *Kernel) checkFollow(f *Follow, traceID string) (blackboard.Record, erro
 		e.TraceID = traceID
 	}
 	if e.TraceID != traceID {
-		return blackboard.Record{}, newErr("write", "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, "a follow record must be in the trace of what it follows")
+		return blackboard.Record{}, newErr("write", "", reason.InvalidInput, blackboard.ErrInvalidInput, "a follow record must be in the trace of what it follows")
 	}
 	var (
 		rec blackboard.Record
@@ -76,18 +77,18 @@ func (k *Kernel) checkFollow(f *Follow, traceID string) (blackboard.Record, erro
 		// The kernel's follow records are evidence (decision records):
 		// checked as an evidence validator's, written with the kernel's role.
 		if e.Slot != blackboard.Evidence {
-			return blackboard.Record{}, newErr("write", "", blackboard.CodePermissionDenied, blackboard.ErrPermission, "a kernel follow record is evidence")
+			return blackboard.Record{}, newErr("write", "", reason.PermissionDenied, blackboard.ErrPermission, "a kernel follow record is evidence")
 		}
 		if rec, err = k.checkEntry(blackboard.RoleEvidence, blackboard.RoleKernel.String(), &e); err == nil {
 			rec.Provenance.Role = blackboard.RoleKernel
 		}
 	case blackboard.RoleTool, blackboard.RoleApprover:
 		if err := checkName("writer", f.Writer); err != nil {
-			return blackboard.Record{}, newErr("write", "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, err.Error())
+			return blackboard.Record{}, newErr("write", "", reason.InvalidInput, blackboard.ErrInvalidInput, err.Error())
 		}
 		rec, err = k.checkEntry(f.Role, f.Writer, &e)
 	default:
-		return blackboard.Record{}, newErr("write", "", blackboard.CodePermissionDenied, blackboard.ErrPermission, "a follow record is the kernel's, a tool's or an approver's")
+		return blackboard.Record{}, newErr("write", "", reason.PermissionDenied, blackboard.ErrPermission, "a follow record is the kernel's, a tool's or an approver's")
 	}
 	if err != nil {
 		return blackboard.Record{}, err
@@ -103,7 +104,7 @@ func (k *Kernel) appendFollow(ctx context.Context, f Follow) (rec blackboard.Rec
 	ctx, sp := k.span(ctx, "kernel.append", f.Entry.TraceID, f.Entry.Slot)
 	defer func() { endSpan(sp, rec.Reason, err) }()
 	if err := checkName("trace id", f.Entry.TraceID); err != nil {
-		return blackboard.Record{}, newErr("write", "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, err.Error())
+		return blackboard.Record{}, newErr("write", "", reason.InvalidInput, blackboard.ErrInvalidInput, err.Error())
 	}
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		snap, err := k.loadForWrite(ctx, f.Entry.TraceID, false)
@@ -119,7 +120,7 @@ func (k *Kernel) appendFollow(ctx context.Context, f Follow) (rec blackboard.Rec
 		}
 		snap.release()
 		if len(f.Entry.OnceKeys) > 0 && errors.Is(err, blackboard.ErrDuplicateKey) {
-			return blackboard.Record{}, newErr("write", "", blackboard.CodeDuplicateAction, blackboard.ErrDuplicateKey, err.Error())
+			return blackboard.Record{}, newErr("write", "", reason.DuplicateAction, blackboard.ErrDuplicateKey, err.Error())
 		}
 		if raced(err) {
 			continue

@@ -9,6 +9,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 )
@@ -27,7 +28,7 @@ func decisionRecord(trace, kind string, edit func(*audit.Entry)) func(kernel.Dec
 }
 
 // writeRecord is a Write's then that appends the decision record of the write.
-func writeRecord(kind string, o audit.Outcome, code blackboard.Code, edit func(*audit.Entry)) func(blackboard.Record) ([]kernel.Follow, error) {
+func writeRecord(kind string, o audit.Outcome, code reason.Code, edit func(*audit.Entry)) func(blackboard.Record) ([]kernel.Follow, error) {
 	return func(rec blackboard.Record) ([]kernel.Follow, error) {
 		r := audit.ForRecord(rec, kind, o, code)
 		if edit != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
@@ -93,7 +94,7 @@ func FuzzPayload(f *testing.F) {
 		if err != nil {
 			tooLarge := errors.Is(err, kernel.ErrPayloadTooLarge)
 			switch {
-			case kernel.CodeOf(err) != blackboard.CodeInvalidInput || !tooLarge && !errors.Is(err, blackboard.ErrInvalidPayload):
+			case kernel.CodeOf(err) != reason.InvalidInput || !tooLarge && !errors.Is(err, blackboard.ErrInvalidPayload):
 				t.Fatalf("%q: untyped refusal %v", data, err)
 			case mem.Len() != 0:
 				t.Fatalf("%q: refused (%v) but %d records stored", data, err, mem.Len())

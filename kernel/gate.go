@@ -6,6 +6,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/jsonval"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // The checks an evidence artifact records for each dependency: presence,
@@ -34,19 +35,19 @@ type beliefRefs struct {
 // confidence, and confident (not below the minimum, not flagged
 // low_confidence by its source). It returns "" or the failing code, and
 // whether a conflict was arbitrated.
-func (k *Kernel) checkEvidence(s *snapshot, r *blackboard.Record) (code blackboard.Code, arbitrated bool) {
+func (k *Kernel) checkEvidence(s *snapshot, r *blackboard.Record) (code reason.Code, arbitrated bool) {
 	if s.stale(r) {
-		return blackboard.CodeStaleEvidence, false
+		return reason.StaleEvidence, false
 	}
 	conf := r.Provenance.Confidence
 	if !mutConflict && r.Payload.Bool(keyConflict) {
 		if conf == nil || *conf < k.conflictThreshold {
-			return blackboard.CodeUnresolvedConflict, false
+			return reason.UnresolvedConflict, false
 		}
 		arbitrated = true
 	}
 	if !mutLowConfidence && (r.Payload.Bool(keyLowConfidence) || conf != nil && *conf < k.minConfidence) {
-		return blackboard.CodeLowConfidence, false
+		return reason.LowConfidence, false
 	}
 	return "", arbitrated
 }
@@ -61,11 +62,11 @@ const kindBeliefValidation = "belief_validation"
 func (k *Kernel) decideBelief(s *snapshot, p *blackboard.Record) outcome {
 	deps := list(p.Payload, keyDependsOn)
 	if !mutMissingEvidence && len(deps) == 0 {
-		return outcome{code: blackboard.CodeMissingEvidence, detail: "the belief names no evidence"}
+		return outcome{code: reason.MissingEvidence, detail: "the belief names no evidence"}
 	}
 	for _, need := range k.beliefSpecs[p.Kind].DependsOn {
 		if !mutBeliefSpec && !s.dependsOn(deps, need) {
-			return outcome{code: blackboard.CodeMissingEvidence, detail: "the belief spec requires percept " + need}
+			return outcome{code: reason.MissingEvidence, detail: "the belief spec requires percept " + need}
 		}
 	}
 	// Collected on the stack while they fit, and copied to the heap only
@@ -84,14 +85,14 @@ func (k *Kernel) decideBelief(s *snapshot, p *blackboard.Record) outcome {
 			if mutMissingEvidence {
 				continue
 			}
-			return outcome{code: blackboard.CodeMissingEvidence, detail: "no observation " + dep.(string)}
+			return outcome{code: reason.MissingEvidence, detail: "no observation " + dep.(string)}
 		}
 		if cur := s.current(r.Kind); !mutSuperseded && (cur == nil || cur.ID != r.ID) {
 			detail := "no current observation " + r.Kind
 			if cur != nil {
 				detail = "superseded by " + cur.ID
 			}
-			return outcome{code: blackboard.CodeSupersededEvidence, failed: r.ID, detail: detail}
+			return outcome{code: reason.SupersededEvidence, failed: r.ID, detail: detail}
 		}
 		code, arb := k.checkEvidence(s, r)
 		if code != "" {
@@ -143,13 +144,13 @@ func (k *Kernel) decideBelief(s *snapshot, p *blackboard.Record) outcome {
 			Span:        s.span,
 		},
 		Status:    blackboard.StatusActive,
-		Reason:    blackboard.CodeCommitted,
+		Reason:    reason.Committed,
 		Scope:     blackboard.ScopeEpisode,
 		Namespace: k.namespace,
 	}
 	evidence := [1]string{artifact.ID}
-	rec := s.commitRecord(p, 1, blackboard.CodeCommitted, p.Payload, percepts, evidence[:], refs)
-	return outcome{code: blackboard.CodeCommitted, record: rec, evidence: artifact}
+	rec := s.commitRecord(p, 1, reason.Committed, p.Payload, percepts, evidence[:], refs)
+	return outcome{code: reason.Committed, record: rec, evidence: artifact}
 }
 
 // dependsOn reports whether a belief's declared dependencies name the
@@ -192,13 +193,13 @@ func (k *Kernel) newGate(s *snapshot, action string, reqs []any, payload blackbo
 
 // grounded checks the registry and the declared beliefs against the spec.
 // It returns "" or a code; plan selects the plan-flavoured code.
-func (g *gate) grounded(plan bool) blackboard.Code {
+func (g *gate) grounded(plan bool) reason.Code {
 	if !mutStrictActions && g.k.strictActions && !g.registered {
-		return blackboard.CodeUnknownActionType
+		return reason.UnknownActionType
 	}
-	ungrounded := blackboard.CodeUngroundedAction
+	ungrounded := reason.UngroundedAction
 	if plan {
-		ungrounded = blackboard.CodePlanUngrounded
+		ungrounded = reason.PlanUngrounded
 	}
 	if !mutGrounding && len(g.reqs) == 0 && !g.spec.SafeFallback {
 		return ungrounded
@@ -215,7 +216,7 @@ func (g *gate) grounded(plan bool) blackboard.Code {
 // and returns them (in g.beliefs' buffer: the caller sets g.beliefs, as an
 // append through g would move the buffer to the heap). A missing belief's
 // refusal carries the causes of its absence.
-func (g *gate) satisfied(missing, unsatisfied blackboard.Code) ([]*blackboard.Record, outcome) {
+func (g *gate) satisfied(missing, unsatisfied reason.Code) ([]*blackboard.Record, outcome) {
 	beliefs := g.beliefs[:0]
 	for _, kind := range g.reqs {
 		b := g.s.belief(kind.(string))
@@ -236,7 +237,7 @@ func (g *gate) satisfied(missing, unsatisfied blackboard.Code) ([]*blackboard.Re
 // missingBelief explains why no belief of kind is committed: the latest
 // proposal of that kind was rejected (and, for an evidence code, which
 // percept failed), or a committed one expired.
-func (s *snapshot) missingBelief(code blackboard.Code, kind string) outcome {
+func (s *snapshot) missingBelief(code reason.Code, kind string) outcome {
 	out := outcome{code: code, detail: "no committed belief " + kind}
 	if r := s.st.rejectedBelief(kind, s.nowMS); r != nil {
 		out.failed = r.ID
@@ -266,7 +267,7 @@ func (g *gate) recheck() (outcome, flags) {
 				if mutRecheck {
 					continue
 				}
-				out := refuse(blackboard.CodeMissingEvidence, b.ID)
+				out := refuse(reason.MissingEvidence, b.ID)
 				out.detail = "evidence artifact " + evID + " is not in the trace"
 				return out, f
 			}
@@ -276,7 +277,7 @@ func (g *gate) recheck() (outcome, flags) {
 					if mutRecheck {
 						continue
 					}
-					out := refuse(blackboard.CodeMissingEvidence, b.ID)
+					out := refuse(reason.MissingEvidence, b.ID)
 					out.detail = "percept " + pid + " is no longer an observation"
 					return out, f
 				}
@@ -340,9 +341,9 @@ func (s *snapshot) exactGrounding(b *blackboard.Record) outcome {
 			continue // the artifact names it too: the evidence checks refuse it
 		}
 		if cur := s.current(r.Kind); cur != nil && cur.ID != r.ID {
-			out := refuse(blackboard.CodeSupersededEvidence, r.ID)
+			out := refuse(reason.SupersededEvidence, r.ID)
 			out.detail = "belief " + b.ID + " was computed from " + r.ID + ", superseded by " + cur.ID
-			out.causes = []Cause{{Code: blackboard.CodeSupersededEvidence, Record: r.ID, Detail: "evidence of belief " + b.ID}}
+			out.causes = []Cause{{Code: reason.SupersededEvidence, Record: r.ID, Detail: "evidence of belief " + b.ID}}
 			return out
 		}
 	}
@@ -422,10 +423,10 @@ func (s *snapshot) grounded(reqs []any) bool {
 // constrained checks derived flags, bound fields and every enabled
 // constraint that applies to the gate's action. It returns a zero outcome
 // or the refusal; blocked builds the blocked code.
-func (g *gate) constrained(f flags, blocked func(string) blackboard.Code) outcome {
+func (g *gate) constrained(f flags, blocked func(string) reason.Code) outcome {
 	for i, key := range derivedKeys {
 		if given, ok := g.payload[key]; !mutDerivedFlags && ok && jsonval.Truthy(given) != f[i] {
-			return outcome{code: blackboard.CodeFieldMismatch, detail: key + " is derived by the kernel"}
+			return outcome{code: reason.FieldMismatch, detail: key + " is derived by the kernel"}
 		}
 	}
 	for _, c := range g.s.constraints() {
@@ -459,7 +460,7 @@ func (g *gate) constrained(f flags, blocked func(string) blackboard.Code) outcom
 				return block("bound percept " + pr.ID + " has no " + c.field)
 			}
 			if given, ok := g.payload[c.field]; !mutBoundPercept && ok && !reflect.DeepEqual(given, observed) {
-				return outcome{code: blackboard.CodeFieldMismatch, rule: c.name, failed: pr.ID, detail: c.field + " disagrees with the bound percept"}
+				return outcome{code: reason.FieldMismatch, rule: c.name, failed: pr.ID, detail: c.field + " disagrees with the bound percept"}
 			}
 			value = observed
 		} else {
@@ -496,7 +497,7 @@ func (k *Kernel) decidePlan(s *snapshot, p *blackboard.Record) outcome {
 			return outcome{code: code}
 		}
 		var out outcome
-		if g.beliefs, out = g.satisfied(blackboard.CodePlanMissingBelief, blackboard.CodePlanBeliefNotSatisfied); out.code != "" {
+		if g.beliefs, out = g.satisfied(reason.PlanMissingBelief, reason.PlanBeliefNotSatisfied); out.code != "" {
 			return out
 		}
 		out, f := g.recheck()
@@ -514,7 +515,7 @@ func (k *Kernel) decidePlan(s *snapshot, p *blackboard.Record) outcome {
 			}
 		}
 	}
-	return outcome{code: blackboard.CodePlanFeasible, grounds: grounds, record: s.commitRecord(p, 0, blackboard.CodePlanFeasible, p.Payload, used, nil, nil)}
+	return outcome{code: reason.PlanFeasible, grounds: grounds, record: s.commitRecord(p, 0, reason.PlanFeasible, p.Payload, used, nil, nil)}
 }
 
 // negative reports whether any prediction expects a harmful outcome.
@@ -540,11 +541,11 @@ func (k *Kernel) decideAction(s *snapshot, p *blackboard.Record) outcome {
 	var plan *blackboard.Record
 	if !mutRequirePlan && g.spec.RequirePlan {
 		if plan = s.planFor(p.Kind); plan == nil {
-			return outcome{code: blackboard.CodeNoFeasiblePlan}
+			return outcome{code: reason.NoFeasiblePlan}
 		}
 	}
 	var out outcome
-	if g.beliefs, out = g.satisfied(blackboard.CodeNoCommittedBelief, blackboard.CodeBeliefNotSatisfied); out.code != "" {
+	if g.beliefs, out = g.satisfied(reason.NoCommittedBelief, reason.BeliefNotSatisfied); out.code != "" {
 		return out
 	}
 	out, flags := g.recheck()
@@ -553,25 +554,25 @@ func (k *Kernel) decideAction(s *snapshot, p *blackboard.Record) outcome {
 	}
 	if !mutUsedGrounding && !g.spec.Repeatable {
 		if prior, ref := s.usedGrounding(p.Kind, g.beliefs); prior != "" {
-			return outcome{code: blackboard.CodeDuplicateAction, failed: prior, detail: "observation " + ref + " already grounded " + prior}
+			return outcome{code: reason.DuplicateAction, failed: prior, detail: "observation " + ref + " already grounded " + prior}
 		}
 	}
 	preds := g.predictions()
 	flags[3] = negative(preds)
 	if !mutPredictionGate && (g.spec.RequirePrediction || p.Payload.Bool(keyRequirePrediction)) {
 		if len(preds) == 0 {
-			return outcome{code: blackboard.CodeNoPrediction}
+			return outcome{code: reason.NoPrediction}
 		}
 		if flags[3] {
-			return outcome{code: blackboard.CodeNegativePrediction}
+			return outcome{code: reason.NegativePrediction}
 		}
 	}
 	if t, ok := p.Payload[keyType]; !mutTypeMismatch && ok && t != any(p.Kind) {
 		// An executor that dispatched on the payload's type would run
 		// something the kernel never gated.
-		return outcome{code: blackboard.CodeFieldMismatch, detail: "payload type differs from the action's kind"}
+		return outcome{code: reason.FieldMismatch, detail: "payload type differs from the action's kind"}
 	}
-	if out := g.constrained(flags, blackboard.BlockedCode); out.code != "" {
+	if out := g.constrained(flags, reason.Blocked); out.code != "" {
 		return out
 	}
 	payload := make(blackboard.Payload, len(p.Payload)+len(derivedKeys))
@@ -598,7 +599,7 @@ func (k *Kernel) decideAction(s *snapshot, p *blackboard.Record) outcome {
 	for _, pr := range preds {
 		inputs = append(inputs, pr.ID)
 	}
-	out = outcome{code: blackboard.CodeCommitted, record: s.commitRecord(p, 0, blackboard.CodeCommitted, payload, inputs, evidence, nil)}
+	out = outcome{code: reason.Committed, record: s.commitRecord(p, 0, reason.Committed, payload, inputs, evidence, nil)}
 	if len(k.validators) > 0 { // only the custom validators read them
 		out.grounds = slices.Clone(g.beliefs)
 	}
@@ -676,7 +677,7 @@ func (s *snapshot) planFor(actionType string) *blackboard.Record {
 func (k *Kernel) decidePrediction(s *snapshot, p *blackboard.Record) outcome {
 	reqs := list(p.Payload, keyRequiresBeliefs)
 	if !mutGroundedPredictions && len(reqs) == 0 {
-		return outcome{code: blackboard.CodePredictionMissingBelief, detail: "the prediction names no belief"}
+		return outcome{code: reason.PredictionMissingBelief, detail: "the prediction names no belief"}
 	}
 	inputs := make([]string, 0, len(reqs))
 	for _, kind := range reqs {
@@ -685,15 +686,15 @@ func (k *Kernel) decidePrediction(s *snapshot, p *blackboard.Record) outcome {
 			if mutGroundedPredictions {
 				continue
 			}
-			return s.missingBelief(blackboard.CodePredictionMissingBelief, kind.(string))
+			return s.missingBelief(reason.PredictionMissingBelief, kind.(string))
 		}
 		inputs = append(inputs, b.ID)
 	}
-	return outcome{code: blackboard.CodeCommitted, record: s.commitRecord(p, 0, blackboard.CodeCommitted, p.Payload, inputs, nil, nil)}
+	return outcome{code: reason.Committed, record: s.commitRecord(p, 0, reason.Committed, p.Payload, inputs, nil, nil)}
 }
 
 // planBlockedCode is the code a plan step gets when the named constraint
 // blocks it: "PLAN_<NAME>_BLOCKED".
-func planBlockedCode(constraint string) blackboard.Code {
-	return "PLAN_" + blackboard.BlockedCode(constraint)
+func planBlockedCode(constraint string) reason.Code {
+	return "PLAN_" + reason.Blocked(constraint)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/canon"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -419,7 +420,7 @@ func (s *Symbolic) CommitConstraintOnce(ctx context.Context, traceID string, c C
 func constraintKey(namespace, name string) (string, error) {
 	d, err := canon.Digest([]any{namespace, name})
 	if err != nil {
-		return "", newErr("commit constraint", "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, err.Error())
+		return "", newErr("commit constraint", "", reason.InvalidInput, blackboard.ErrInvalidInput, err.Error())
 	}
 	return "kernel/constraint/" + d, nil
 }

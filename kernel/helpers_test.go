@@ -12,6 +12,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 )
@@ -128,7 +129,7 @@ func (f *fixture) checkDecision(d kernel.Decision) {
 	p := f.get(d.ProposalID)
 	want := d.Code
 	if d.Committed() {
-		want = blackboard.CodeSupersededByCommit
+		want = reason.SupersededByCommit
 	}
 	if p.Mode != blackboard.ModePropose || p.Status != blackboard.StatusInvalidated || p.Reason != want {
 		f.t.Errorf("proposal %s in store: %s %s %s, want propose INVALIDATED %s", p.ID, p.Mode, p.Status, p.Reason, want)
@@ -204,7 +205,7 @@ func (f *fixture) unchanged() {
 }
 
 // wantErr checks that err wraps sentinel and is a *kernel.Error with code.
-func wantErr(t *testing.T, err, sentinel error, code blackboard.Code) {
+func wantErr(t *testing.T, err, sentinel error, code reason.Code) {
 	t.Helper()
 	var kerr *kernel.Error
 	switch {
@@ -260,7 +261,7 @@ func (f *fixture) groundedBelief(trace string) kernel.Decision {
 	f.t.Helper()
 	f.perceive(trace, "charge", blackboard.Payload{"amount": 149.99}, nil, 0)
 	d := f.mustPropose(trace, blackboard.Beliefs, "refund_due", belief(true, "charge"))
-	if d.Code != blackboard.CodeCommitted {
+	if d.Code != reason.Committed {
 		f.t.Fatalf("belief: %s", d.Code)
 	}
 	return d

@@ -5,6 +5,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -25,7 +26,7 @@ func TestCallerCannotReachStoredState(t *testing.T) {
 	bp := blackboard.Payload{"value": true, "depends_on": deps}
 	refs := []string{p}
 	b, err := f.planner.Submit(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Beliefs, Kind: "refund_due", Payload: bp, InputRefs: refs})
-	if err != nil || b.Code != blackboard.CodeCommitted {
+	if err != nil || b.Code != reason.Committed {
 		t.Fatalf("belief: %s %v", b.Code, err)
 	}
 	v, err := f.planner.View(f.ctx, tr, kernel.ViewOptions{})
@@ -98,7 +99,7 @@ func TestCallerCannotReachStoredState(t *testing.T) {
 	if pl, _ := again.Committed[blackboard.Beliefs]["refund_due"]; pl["value"] != true {
 		t.Errorf("view after mutation: %v", pl)
 	}
-	if d := f.mustPropose(tr, blackboard.Actions, "issue_refund", action("refund_due")); d.Code != blackboard.CodeCommitted {
+	if d := f.mustPropose(tr, blackboard.Actions, "issue_refund", action("refund_due")); d.Code != reason.Committed {
 		t.Errorf("refund after mutations: %s", d.Code)
 	}
 }
@@ -118,7 +119,7 @@ func TestConfigIsFixedByNew(t *testing.T) {
 	f := newFixtureWith(t, kernel.Config{ActionSpecs: []kernel.ActionSpec{spec}})
 	spec.MinBeliefs[0] = "never_committed"
 	f.groundedBelief(tr)
-	if d := f.mustPropose(tr, blackboard.Actions, "issue_refund", action("refund_due")); d.Code != blackboard.CodeCommitted {
+	if d := f.mustPropose(tr, blackboard.Actions, "issue_refund", action("refund_due")); d.Code != reason.Committed {
 		t.Errorf("refund: %s", d.Code)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 func TestBadInput(t *testing.T) {
@@ -43,59 +44,59 @@ func TestBadInput(t *testing.T) {
 		h        func(*fixture) kernel.Handle
 		e        kernel.Entry
 		sentinel error
-		code     blackboard.Code
+		code     reason.Code
 	}{
-		{"slot 0", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Slot = 0 }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"unknown slot", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Slot = 42 }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"unknown mode", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Mode = 3 }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"unknown scope", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Scope = 3 }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"empty kind", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Kind = "" }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"empty trace", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.TraceID = "" }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"newline in kind", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Kind = "char\nge" }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"NUL in trace", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.TraceID = "t\x00" }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"DEL in kind", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Kind = "a\x7f" }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"invalid UTF-8 kind", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Kind = "\xff" }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"over-long kind", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Kind = strings.Repeat("k", 513) }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"NaN confidence", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Confidence = &nan }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"+Inf confidence", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Confidence = new(inf) }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"-Inf confidence", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Confidence = new(-inf) }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"confidence -0.1", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Confidence = new(-0.1) }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"confidence 1.1", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Confidence = new(1.1) }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"negative TTL", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.TTL = -time.Second }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"empty input ref", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.InputRefs = []string{""} }), kernel.ErrInvalidReference, blackboard.CodeInvalidReference},
-		{"empty evidence ref", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.EvidenceRefs = []string{""} }), kernel.ErrInvalidReference, blackboard.CodeInvalidReference},
+		{"slot 0", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Slot = 0 }), blackboard.ErrInvalidInput, reason.InvalidInput},
+		{"unknown slot", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Slot = 42 }), blackboard.ErrInvalidInput, reason.InvalidInput},
+		{"unknown mode", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Mode = 3 }), blackboard.ErrInvalidInput, reason.InvalidInput},
+		{"unknown scope", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Scope = 3 }), blackboard.ErrInvalidInput, reason.InvalidInput},
+		{"empty kind", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Kind = "" }), blackboard.ErrInvalidInput, reason.InvalidInput},
+		{"empty trace", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.TraceID = "" }), blackboard.ErrInvalidInput, reason.InvalidInput},
+		{"newline in kind", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Kind = "char\nge" }), blackboard.ErrInvalidInput, reason.InvalidInput},
+		{"NUL in trace", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.TraceID = "t\x00" }), blackboard.ErrInvalidInput, reason.InvalidInput},
+		{"DEL in kind", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Kind = "a\x7f" }), blackboard.ErrInvalidInput, reason.InvalidInput},
+		{"invalid UTF-8 kind", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Kind = "\xff" }), blackboard.ErrInvalidInput, reason.InvalidInput},
+		{"over-long kind", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Kind = strings.Repeat("k", 513) }), blackboard.ErrInvalidInput, reason.InvalidInput},
+		{"NaN confidence", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Confidence = &nan }), blackboard.ErrInvalidInput, reason.InvalidInput},
+		{"+Inf confidence", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Confidence = new(inf) }), blackboard.ErrInvalidInput, reason.InvalidInput},
+		{"-Inf confidence", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Confidence = new(-inf) }), blackboard.ErrInvalidInput, reason.InvalidInput},
+		{"confidence -0.1", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Confidence = new(-0.1) }), blackboard.ErrInvalidInput, reason.InvalidInput},
+		{"confidence 1.1", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Confidence = new(1.1) }), blackboard.ErrInvalidInput, reason.InvalidInput},
+		{"negative TTL", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.TTL = -time.Second }), blackboard.ErrInvalidInput, reason.InvalidInput},
+		{"empty input ref", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.InputRefs = []string{""} }), kernel.ErrInvalidReference, reason.InvalidReference},
+		{"empty evidence ref", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.EvidenceRefs = []string{""} }), kernel.ErrInvalidReference, reason.InvalidReference},
 
-		{"chan in payload", kernel.Config{}, tool, percept(blackboard.Payload{"c": make(chan int)}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
-		{"func in payload", kernel.Config{}, tool, percept(blackboard.Payload{"f": func() {}}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
-		{"cyclic map", kernel.Config{}, tool, percept(blackboard.Payload{"m": cyclicMap}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
-		{"cyclic slice", kernel.Config{}, tool, percept(blackboard.Payload{"l": cyclicSlice}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
-		{"NaN number", kernel.Config{}, tool, percept(blackboard.Payload{"n": nan}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
-		{"nested Inf float32", kernel.Config{}, tool, percept(blackboard.Payload{"l": []any{map[string]any{"x": float32(inf)}}}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
-		{"invalid UTF-8 string", kernel.Config{}, tool, percept(blackboard.Payload{"s": "ok\xff"}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
-		{"invalid UTF-8 key", kernel.Config{}, tool, percept(blackboard.Payload{"k\xfe": 1}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
-		{"non-string map keys", kernel.Config{}, tool, percept(blackboard.Payload{"m": map[int]string{1: "a"}}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
-		{"bad json.Number", kernel.Config{}, tool, percept(blackboard.Payload{"n": json.Number("12abc")}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
-		{"bad json.RawMessage", kernel.Config{}, tool, percept(blackboard.Payload{"r": json.RawMessage(`{"a":`)}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
-		{"struct with a chan", kernel.Config{}, tool, percept(blackboard.Payload{"s": struct{ C chan int }{}}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
-		{"over 1 MiB", kernel.Config{}, tool, percept(blackboard.Payload{"blob": strings.Repeat("x", 1<<20)}), kernel.ErrPayloadTooLarge, blackboard.CodeInvalidInput},
+		{"chan in payload", kernel.Config{}, tool, percept(blackboard.Payload{"c": make(chan int)}), blackboard.ErrInvalidPayload, reason.InvalidInput},
+		{"func in payload", kernel.Config{}, tool, percept(blackboard.Payload{"f": func() {}}), blackboard.ErrInvalidPayload, reason.InvalidInput},
+		{"cyclic map", kernel.Config{}, tool, percept(blackboard.Payload{"m": cyclicMap}), blackboard.ErrInvalidPayload, reason.InvalidInput},
+		{"cyclic slice", kernel.Config{}, tool, percept(blackboard.Payload{"l": cyclicSlice}), blackboard.ErrInvalidPayload, reason.InvalidInput},
+		{"NaN number", kernel.Config{}, tool, percept(blackboard.Payload{"n": nan}), blackboard.ErrInvalidPayload, reason.InvalidInput},
+		{"nested Inf float32", kernel.Config{}, tool, percept(blackboard.Payload{"l": []any{map[string]any{"x": float32(inf)}}}), blackboard.ErrInvalidPayload, reason.InvalidInput},
+		{"invalid UTF-8 string", kernel.Config{}, tool, percept(blackboard.Payload{"s": "ok\xff"}), blackboard.ErrInvalidPayload, reason.InvalidInput},
+		{"invalid UTF-8 key", kernel.Config{}, tool, percept(blackboard.Payload{"k\xfe": 1}), blackboard.ErrInvalidPayload, reason.InvalidInput},
+		{"non-string map keys", kernel.Config{}, tool, percept(blackboard.Payload{"m": map[int]string{1: "a"}}), blackboard.ErrInvalidPayload, reason.InvalidInput},
+		{"bad json.Number", kernel.Config{}, tool, percept(blackboard.Payload{"n": json.Number("12abc")}), blackboard.ErrInvalidPayload, reason.InvalidInput},
+		{"bad json.RawMessage", kernel.Config{}, tool, percept(blackboard.Payload{"r": json.RawMessage(`{"a":`)}), blackboard.ErrInvalidPayload, reason.InvalidInput},
+		{"struct with a chan", kernel.Config{}, tool, percept(blackboard.Payload{"s": struct{ C chan int }{}}), blackboard.ErrInvalidPayload, reason.InvalidInput},
+		{"over 1 MiB", kernel.Config{}, tool, percept(blackboard.Payload{"blob": strings.Repeat("x", 1<<20)}), kernel.ErrPayloadTooLarge, reason.InvalidInput},
 		{"over a configured limit", kernel.Config{MaxPayloadBytes: 64}, tool,
-			percept(blackboard.Payload{"blob": strings.Repeat("x", 60)}), kernel.ErrPayloadTooLarge, blackboard.CodeInvalidInput},
+			percept(blackboard.Payload{"blob": strings.Repeat("x", 60)}), kernel.ErrPayloadTooLarge, reason.InvalidInput},
 
-		{"belief depends_on a string", kernel.Config{}, planner, propose(blackboard.Beliefs, blackboard.Payload{"depends_on": "charge"}), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
-		{"belief depends_on numbers", kernel.Config{}, planner, propose(blackboard.Beliefs, blackboard.Payload{"depends_on": []int{1}}), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
-		{"plan without steps", kernel.Config{}, planner, propose(blackboard.Plans, blackboard.Payload{}), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
-		{"plan with empty steps", kernel.Config{}, planner, propose(blackboard.Plans, blackboard.Payload{"steps": []any{}}), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
-		{"plan step not an object", kernel.Config{}, planner, propose(blackboard.Plans, blackboard.Payload{"steps": []any{"issue_refund"}}), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
-		{"plan step without action", kernel.Config{}, planner, propose(blackboard.Plans, plan(blackboard.Payload{"requires_beliefs": []string{"b"}})), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
-		{"plan step bad requires_beliefs", kernel.Config{}, planner, propose(blackboard.Plans, plan(blackboard.Payload{"action": "a", "requires_beliefs": "b"})), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
-		{"action bad requires_beliefs", kernel.Config{}, planner, propose(blackboard.Actions, blackboard.Payload{"requires_beliefs": []any{"b", 2}}), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
-		{"prediction without action_type", kernel.Config{}, planner, propose(blackboard.Predictions, blackboard.Payload{"expected_outcome": 1}), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
-		{"prediction with text outcome", kernel.Config{}, planner, propose(blackboard.Predictions, blackboard.Payload{"action_type": "a", "expected_outcome": "good"}), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
-		{"prediction bad requires_beliefs", kernel.Config{}, planner, propose(blackboard.Predictions, with(prediction("a", 1), "requires_beliefs", true)), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
-		{"constraint name not a string", kernel.Config{}, symbolic, constraint(blackboard.Payload{"name": 5}), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"constraint blocks_field not a string", kernel.Config{}, symbolic, constraint(blackboard.Payload{"blocks_field": 1}), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"constraint bind_percept not a string", kernel.Config{}, symbolic, constraint(blackboard.Payload{"bind_percept": true}), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"constraint enabled not a bool", kernel.Config{}, symbolic, constraint(blackboard.Payload{"enabled": "yes"}), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"belief depends_on a string", kernel.Config{}, planner, propose(blackboard.Beliefs, blackboard.Payload{"depends_on": "charge"}), kernel.ErrInvalidProposal, reason.InvalidProposal},
+		{"belief depends_on numbers", kernel.Config{}, planner, propose(blackboard.Beliefs, blackboard.Payload{"depends_on": []int{1}}), kernel.ErrInvalidProposal, reason.InvalidProposal},
+		{"plan without steps", kernel.Config{}, planner, propose(blackboard.Plans, blackboard.Payload{}), kernel.ErrInvalidProposal, reason.InvalidProposal},
+		{"plan with empty steps", kernel.Config{}, planner, propose(blackboard.Plans, blackboard.Payload{"steps": []any{}}), kernel.ErrInvalidProposal, reason.InvalidProposal},
+		{"plan step not an object", kernel.Config{}, planner, propose(blackboard.Plans, blackboard.Payload{"steps": []any{"issue_refund"}}), kernel.ErrInvalidProposal, reason.InvalidProposal},
+		{"plan step without action", kernel.Config{}, planner, propose(blackboard.Plans, plan(blackboard.Payload{"requires_beliefs": []string{"b"}})), kernel.ErrInvalidProposal, reason.InvalidProposal},
+		{"plan step bad requires_beliefs", kernel.Config{}, planner, propose(blackboard.Plans, plan(blackboard.Payload{"action": "a", "requires_beliefs": "b"})), kernel.ErrInvalidProposal, reason.InvalidProposal},
+		{"action bad requires_beliefs", kernel.Config{}, planner, propose(blackboard.Actions, blackboard.Payload{"requires_beliefs": []any{"b", 2}}), kernel.ErrInvalidProposal, reason.InvalidProposal},
+		{"prediction without action_type", kernel.Config{}, planner, propose(blackboard.Predictions, blackboard.Payload{"expected_outcome": 1}), kernel.ErrInvalidProposal, reason.InvalidProposal},
+		{"prediction with text outcome", kernel.Config{}, planner, propose(blackboard.Predictions, blackboard.Payload{"action_type": "a", "expected_outcome": "good"}), kernel.ErrInvalidProposal, reason.InvalidProposal},
+		{"prediction bad requires_beliefs", kernel.Config{}, planner, propose(blackboard.Predictions, with(prediction("a", 1), "requires_beliefs", true)), kernel.ErrInvalidProposal, reason.InvalidProposal},
+		{"constraint name not a string", kernel.Config{}, symbolic, constraint(blackboard.Payload{"name": 5}), blackboard.ErrInvalidInput, reason.InvalidInput},
+		{"constraint blocks_field not a string", kernel.Config{}, symbolic, constraint(blackboard.Payload{"blocks_field": 1}), blackboard.ErrInvalidInput, reason.InvalidInput},
+		{"constraint bind_percept not a string", kernel.Config{}, symbolic, constraint(blackboard.Payload{"bind_percept": true}), blackboard.ErrInvalidInput, reason.InvalidInput},
+		{"constraint enabled not a bool", kernel.Config{}, symbolic, constraint(blackboard.Payload{"enabled": "yes"}), blackboard.ErrInvalidInput, reason.InvalidInput},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixtureWith(t, tc.cfg)
@@ -123,7 +124,7 @@ func TestViewBadTrace(t *testing.T) {
 	f := newFixture(t)
 	for _, id := range []string{"", "t\n"} {
 		_, err := f.planner.View(f.ctx, id, kernel.ViewOptions{})
-		wantErr(t, err, blackboard.ErrInvalidInput, blackboard.CodeInvalidInput)
+		wantErr(t, err, blackboard.ErrInvalidInput, reason.InvalidInput)
 	}
 }
 

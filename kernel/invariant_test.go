@@ -28,6 +28,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/canon"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
@@ -775,7 +776,7 @@ func (g *invGen) decided(trace string, proposed int, d kernel.Decision, err erro
 	r, rerr := st.Get(ctx, d.CommittedID)
 	if rerr != nil || r.Mode != blackboard.ModeCommit || r.Status != blackboard.StatusActive || r.Slot != p.Slot || r.Kind != p.Kind ||
 		r.Provenance.Role != blackboard.RoleKernel || r.Provenance.TraceID != p.Provenance.TraceID || len(r.Provenance.InputRefs) == 0 ||
-		r.Provenance.InputRefs[0] != p.ID || p.Reason != blackboard.CodeSupersededByCommit || r.Reason != d.Code {
+		r.Provenance.InputRefs[0] != p.ID || p.Reason != reason.SupersededByCommit || r.Reason != d.Code {
 		return trace, 0, fmt.Errorf("commit %s: committed %q, store %+v (%v), proposal reason %s", d.Code, d.CommittedID, r, rerr, p.Reason)
 	}
 	if d.Rule != "" || d.Failed != "" || len(d.Causes) > 0 {
@@ -996,7 +997,7 @@ func (c *invChecker) observeStep(trace string, recs []blackboard.Record, added i
 			bad("%s is ACTIVE but its reason moved from %q to %q", r.ID, prev.Reason, r.Reason)
 		case r.Status != blackboard.StatusActive && r.Reason == "":
 			bad("%s is %s without a code", r.ID, r.Status)
-		case r.Status == blackboard.StatusExpired && (r.Reason != blackboard.CodeTTLExpired || !invPast(r, nowMS)):
+		case r.Status == blackboard.StatusExpired && (r.Reason != reason.TTLExpired || !invPast(r, nowMS)):
 			bad("%s is EXPIRED (%s) with ttl %d ms at ts %d, now %d", r.ID, r.Reason, r.Provenance.TTLMS, r.Provenance.TimestampMS, nowMS)
 		case r.Status == blackboard.StatusInvalidated && r.Mode != blackboard.ModePropose:
 			bad("%s: a committed record was invalidated (%s)", r.ID, r.Reason)
@@ -1013,7 +1014,7 @@ func (c *invChecker) observeStep(trace string, recs []blackboard.Record, added i
 	c.traces[trace] = recs
 	for i := range recs {
 		r := &recs[i]
-		superseded := r.Mode == blackboard.ModePropose && r.Status == blackboard.StatusInvalidated && r.Reason == blackboard.CodeSupersededByCommit
+		superseded := r.Mode == blackboard.ModePropose && r.Status == blackboard.StatusInvalidated && r.Reason == reason.SupersededByCommit
 		if n := twins[r.ID]; n > 1 || superseded != (n == 1) {
 			bad("%s (%s, %s) has %d committed records", r.ID, r.Status, r.Reason, n)
 		}
@@ -1032,7 +1033,7 @@ func (c *invChecker) observeStep(trace string, recs []blackboard.Record, added i
 // invChange is a status move a call must make.
 type invChange struct {
 	status blackboard.Status
-	reason blackboard.Code
+	reason reason.Code
 }
 
 // checkCall checks what one call did to its trace: a read or a write moves
@@ -1049,7 +1050,7 @@ func (c *invChecker) checkCall(trace string, old, recs []blackboard.Record, seen
 	expiries := map[int]invChange{} // what a decision or Expire must mark now
 	for i := range old {
 		if old[i].Status == blackboard.StatusActive && invPast(&old[i], now) {
-			expiries[i] = invChange{blackboard.StatusExpired, blackboard.CodeTTLExpired}
+			expiries[i] = invChange{blackboard.StatusExpired, reason.TTLExpired}
 		}
 	}
 	want := map[int]invChange{}
@@ -1096,11 +1097,11 @@ func (c *invChecker) checkCall(trace string, old, recs []blackboard.Record, seen
 			bad("Commit(%s, %s) by %s: %v, want a decision", trace, call.id, call.role, call.err)
 		case wantErr == nil:
 			want = maps.Clone(expiries)
-			reason := call.d.Code
+			why := call.d.Code
 			if call.d.Committed() {
-				reason = blackboard.CodeSupersededByCommit
+				why = reason.SupersededByCommit
 			}
-			want[pi] = invChange{blackboard.StatusInvalidated, reason}
+			want[pi] = invChange{blackboard.StatusInvalidated, why}
 			errs = append(errs, c.checkDecision(recs[:n], &recs[pi], call.d, seen, now)...)
 		}
 	}
@@ -1217,7 +1218,7 @@ func (c *invChecker) verify(recs []blackboard.Record, i int) error {
 	if (role == blackboard.RolePlanner || role == blackboard.RoleSimulator) && r.Scope == blackboard.ScopePersistent {
 		return fmt.Errorf("a %s wrote persistent scope", role)
 	}
-	if r.Mode == blackboard.ModeCommit && r.Status == blackboard.StatusActive && r.Reason != blackboard.CodeCommitted && r.Reason != blackboard.CodePlanFeasible {
+	if r.Mode == blackboard.ModeCommit && r.Status == blackboard.StatusActive && r.Reason != reason.Committed && r.Reason != reason.PlanFeasible {
 		return fmt.Errorf("committed with reason %s", r.Reason)
 	}
 	ns := c.nsOf(r.Provenance.TraceID)
@@ -1369,7 +1370,7 @@ type invSnap struct {
 // the record behind a refusal, why; and for a commit, what its record must
 // hold.
 type invVerdict struct {
-	code         blackboard.Code
+	code         reason.Code
 	rule, failed string
 	why          string
 	inputs       []string        // refs the committed record adds to its proposal's
@@ -1381,7 +1382,7 @@ type invVerdict struct {
 	once         string // an action's once-key
 }
 
-func invRefuse(code blackboard.Code, failed, format string, a ...any) invVerdict {
+func invRefuse(code reason.Code, failed, format string, a ...any) invVerdict {
 	return invVerdict{code: code, failed: failed, why: fmt.Sprintf(format, a...)}
 }
 
@@ -1427,19 +1428,19 @@ func (s *invSnap) perceptFor(dep string) *blackboard.Record {
 
 // evidence runs the evidence checks on one observation: fresh, conflict
 // free or arbitrated, confident.
-func (s *invSnap) evidence(q *blackboard.Record) (code blackboard.Code, arbitrated bool, why string) {
+func (s *invSnap) evidence(q *blackboard.Record) (code reason.Code, arbitrated bool, why string) {
 	conf := q.Provenance.Confidence
 	if invTruthy(q.Payload["stale"]) || invPast(q, s.ts) {
-		return blackboard.CodeStaleEvidence, false, fmt.Sprintf("stale percept %s at %d", q.ID, s.ts)
+		return reason.StaleEvidence, false, fmt.Sprintf("stale percept %s at %d", q.ID, s.ts)
 	}
 	if invTruthy(q.Payload["conflict"]) {
 		if conf == nil || *conf < s.c.m.threshold {
-			return blackboard.CodeUnresolvedConflict, false, "unresolved conflict on " + q.ID
+			return reason.UnresolvedConflict, false, "unresolved conflict on " + q.ID
 		}
 		arbitrated = true
 	}
 	if invTruthy(q.Payload["low_confidence"]) || conf != nil && *conf < s.c.m.minConf {
-		return blackboard.CodeLowConfidence, false, "low-confidence percept " + q.ID
+		return reason.LowConfidence, false, "low-confidence percept " + q.ID
 	}
 	return "", arbitrated, ""
 }
@@ -1464,24 +1465,24 @@ func (s *invSnap) decide(p *blackboard.Record) invVerdict {
 func (s *invSnap) decideBelief(p *blackboard.Record) invVerdict {
 	deps := invStrs(p.Payload["depends_on"])
 	if len(deps) == 0 {
-		return invRefuse(blackboard.CodeMissingEvidence, "", "belief without dependencies")
+		return invRefuse(reason.MissingEvidence, "", "belief without dependencies")
 	}
 	for _, need := range s.c.m.beliefSpecs[p.Kind] {
 		if !slices.ContainsFunc(deps, func(d string) bool {
 			pr := s.perceptFor(d)
 			return d == need || pr != nil && pr.Kind == need
 		}) {
-			return invRefuse(blackboard.CodeMissingEvidence, "", "belief without depending on %s", need)
+			return invRefuse(reason.MissingEvidence, "", "belief without depending on %s", need)
 		}
 	}
 	var v invVerdict
 	for _, d := range deps {
 		pr := s.perceptFor(d)
 		if pr == nil {
-			return invRefuse(blackboard.CodeMissingEvidence, "", "belief with no percept for %q", d)
+			return invRefuse(reason.MissingEvidence, "", "belief with no percept for %q", d)
 		}
 		if cur := s.current(pr.Kind); cur != pr {
-			return invRefuse(blackboard.CodeSupersededEvidence, pr.ID, "belief on percept %s, superseded by %s", pr.ID, cur.ID)
+			return invRefuse(reason.SupersededEvidence, pr.ID, "belief on percept %s, superseded by %s", pr.ID, cur.ID)
 		}
 		code, arb, why := s.evidence(pr)
 		if code != "" {
@@ -1493,7 +1494,7 @@ func (s *invSnap) decideBelief(p *blackboard.Record) invVerdict {
 		}
 		v.percepts, v.checks = append(v.percepts, pr.ID), append(v.checks, check)
 	}
-	v.code, v.inputs = blackboard.CodeCommitted, v.percepts
+	v.code, v.inputs = reason.Committed, v.percepts
 	return v
 }
 
@@ -1502,17 +1503,17 @@ func (s *invSnap) decideBelief(p *blackboard.Record) invVerdict {
 func (s *invSnap) decidePrediction(p *blackboard.Record) invVerdict {
 	reqs := invStrs(p.Payload["requires_beliefs"])
 	if len(reqs) == 0 {
-		return invRefuse(blackboard.CodePredictionMissingBelief, "", "prediction without beliefs")
+		return invRefuse(reason.PredictionMissingBelief, "", "prediction without beliefs")
 	}
 	var v invVerdict
 	for _, kind := range reqs {
 		b := s.belief(kind)
 		if b == nil {
-			return invRefuse(blackboard.CodePredictionMissingBelief, s.whyMissing(kind), "prediction without committed belief %s", kind)
+			return invRefuse(reason.PredictionMissingBelief, s.whyMissing(kind), "prediction without committed belief %s", kind)
 		}
 		v.inputs = append(v.inputs, b.ID)
 	}
-	v.code = blackboard.CodeCommitted
+	v.code = reason.Committed
 	return v
 }
 
@@ -1521,7 +1522,7 @@ func (s *invSnap) decidePrediction(p *blackboard.Record) invVerdict {
 // replaced by its commit (a refused proposal, an expired belief).
 func (s *invSnap) whyMissing(kind string) string {
 	if q := s.latest(func(q *blackboard.Record) bool {
-		return q.Slot == blackboard.Beliefs && q.Kind == kind && invStatusAt(q, s.ts) != blackboard.StatusActive && q.Reason != blackboard.CodeSupersededByCommit
+		return q.Slot == blackboard.Beliefs && q.Kind == kind && invStatusAt(q, s.ts) != blackboard.StatusActive && q.Reason != reason.SupersededByCommit
 	}); q != nil {
 		return q.ID
 	}
@@ -1543,7 +1544,7 @@ func (s *invSnap) decidePlan(p *blackboard.Record) invVerdict {
 			v.inputs = append(v.inputs, b.ID)
 		}
 	}
-	v.code = blackboard.CodePlanFeasible
+	v.code = reason.PlanFeasible
 	return v
 }
 
@@ -1553,7 +1554,7 @@ func (s *invSnap) decideAction(p *blackboard.Record) invVerdict {
 	if refusal != nil {
 		return *refusal
 	}
-	v := invVerdict{code: blackboard.CodeCommitted, flags: g.flags}
+	v := invVerdict{code: reason.Committed, flags: g.flags}
 	if g.plan != nil {
 		v.inputs = append(v.inputs, g.plan.ID)
 	}
@@ -1573,17 +1574,17 @@ func (s *invSnap) decideAction(p *blackboard.Record) invVerdict {
 		if o.Percept != "" {
 			pr := s.current(o.Percept)
 			if pr == nil {
-				return invRefuse(blackboard.CodeOnceKeyMissing, "", "no observation %s for the once-key", o.Percept)
+				return invRefuse(reason.OnceKeyMissing, "", "no observation %s for the once-key", o.Percept)
 			}
 			if code, _, why := s.evidence(pr); code != "" {
-				return invRefuse(blackboard.CodeOnceKeyMissing, pr.ID, "once-key percept: %s", why)
+				return invRefuse(reason.OnceKeyMissing, pr.ID, "once-key percept: %s", why)
 			}
 			src = pr.Payload
 		}
 		values := make([]any, len(o.Fields))
 		for i, f := range o.Fields {
 			if values[i] = src[f]; values[i] == nil {
-				return invRefuse(blackboard.CodeOnceKeyMissing, "", "once-key field %s missing", f)
+				return invRefuse(reason.OnceKeyMissing, "", "once-key field %s missing", f)
 			}
 		}
 		enc, err := canon.Encode(values)
@@ -1598,7 +1599,7 @@ func (s *invSnap) decideAction(p *blackboard.Record) invVerdict {
 			}
 		}
 		if len(holders) >= max(o.Limit, 1) {
-			return invRefuse(blackboard.CodeDuplicateAction, holders[0], "once-key %s used up by %v", v.once, holders)
+			return invRefuse(reason.DuplicateAction, holders[0], "once-key %s used up by %v", v.once, holders)
 		}
 	}
 	return v
@@ -1621,17 +1622,17 @@ type invGateResult struct {
 // the refusal.
 func (s *invSnap) gate(action string, reqs []string, payload blackboard.Payload, isAction bool) (invGateResult, *invVerdict) {
 	var g invGateResult
-	refuse := func(code blackboard.Code, failed, format string, a ...any) (invGateResult, *invVerdict) {
+	refuse := func(code reason.Code, failed, format string, a ...any) (invGateResult, *invVerdict) {
 		v := invRefuse(code, failed, format, a...)
 		return g, &v
 	}
 	spec, registered := s.c.m.specs[action]
 	if s.c.m.strict && !registered {
-		return refuse(blackboard.CodeUnknownActionType, "", "unregistered action type %s", action)
+		return refuse(reason.UnknownActionType, "", "unregistered action type %s", action)
 	}
-	ungrounded, missing, unsatisfied := blackboard.CodePlanUngrounded, blackboard.CodePlanMissingBelief, blackboard.CodePlanBeliefNotSatisfied
+	ungrounded, missing, unsatisfied := reason.PlanUngrounded, reason.PlanMissingBelief, reason.PlanBeliefNotSatisfied
 	if isAction {
-		ungrounded, missing, unsatisfied = blackboard.CodeUngroundedAction, blackboard.CodeNoCommittedBelief, blackboard.CodeBeliefNotSatisfied
+		ungrounded, missing, unsatisfied = reason.UngroundedAction, reason.NoCommittedBelief, reason.BeliefNotSatisfied
 	}
 	if len(reqs) == 0 && !spec.SafeFallback {
 		return refuse(ungrounded, "", "no required beliefs for %s", action)
@@ -1648,7 +1649,7 @@ func (s *invSnap) gate(action string, reqs []string, payload blackboard.Payload,
 			})
 		})
 		if g.plan == nil {
-			return refuse(blackboard.CodeNoFeasiblePlan, "", "no committed plan for %s", action)
+			return refuse(reason.NoFeasiblePlan, "", "no committed plan for %s", action)
 		}
 	}
 	for _, kind := range reqs {
@@ -1670,12 +1671,12 @@ func (s *invSnap) gate(action string, reqs []string, payload blackboard.Payload,
 		for _, evID := range b.EvidenceRefs {
 			e := s.byID(evID)
 			if e < 0 || s.recs[e].Slot != blackboard.Evidence {
-				return refuse(blackboard.CodeMissingEvidence, b.ID, "belief evidence %s missing", evID)
+				return refuse(reason.MissingEvidence, b.ID, "belief evidence %s missing", evID)
 			}
 			for _, pid := range s.recs[e].Provenance.InputRefs {
 				at := s.byID(pid)
 				if at < 0 || !invObservation(&s.recs[at]) {
-					return refuse(blackboard.CodeMissingEvidence, b.ID, "belief evidence %s names %s, not an observation", evID, pid)
+					return refuse(reason.MissingEvidence, b.ID, "belief evidence %s names %s, not an observation", evID, pid)
 				}
 				for j := at; j < len(s.recs); j++ {
 					q := &s.recs[j]
@@ -1696,7 +1697,7 @@ func (s *invSnap) gate(action string, reqs []string, payload blackboard.Payload,
 				continue
 			}
 			if cur := s.current(s.recs[at].Kind); cur != nil && cur.ID != d {
-				return refuse(blackboard.CodeSupersededEvidence, d, "belief %s computed from %s, superseded by %s", b.ID, d, cur.ID)
+				return refuse(reason.SupersededEvidence, d, "belief %s computed from %s, superseded by %s", b.ID, d, cur.ID)
 			}
 		}
 	}
@@ -1727,7 +1728,7 @@ func (s *invSnap) gate(action string, reqs []string, payload blackboard.Payload,
 				continue
 			}
 			if slices.ContainsFunc(observed(q.EvidenceRefs), func(o string) bool { return slices.Contains(mine, o) }) {
-				return refuse(blackboard.CodeDuplicateAction, q.ID, "grounding already used by %s", q.ID)
+				return refuse(reason.DuplicateAction, q.ID, "grounding already used by %s", q.ID)
 			}
 		}
 	}
@@ -1748,21 +1749,21 @@ func (s *invSnap) gate(action string, reqs []string, payload blackboard.Payload,
 	}
 	if isAction && (spec.RequirePrediction || invTruthy(payload["require_prediction"])) {
 		if len(g.preds) == 0 {
-			return refuse(blackboard.CodeNoPrediction, "", "no counted prediction for %s", action)
+			return refuse(reason.NoPrediction, "", "no counted prediction for %s", action)
 		}
 		if negative {
-			return refuse(blackboard.CodeNegativePrediction, "", "negative prediction for %s", action)
+			return refuse(reason.NegativePrediction, "", "negative prediction for %s", action)
 		}
 	}
 	if t, ok := payload["type"]; isAction && ok && t != any(action) {
-		return refuse(blackboard.CodeFieldMismatch, "", "payload type %v of a %s action", t, action)
+		return refuse(reason.FieldMismatch, "", "payload type %v of a %s action", t, action)
 	}
 	// Stale and low-confidence evidence never gets this far.
 	g.flags = map[string]bool{"uses_stale_data": false, "uses_conflicted_data": conflicted,
 		"uses_low_confidence_data": false, "has_negative_prediction": negative}
 	for _, k := range invDerived {
 		if given, ok := payload[k]; ok && invTruthy(given) != g.flags[k] {
-			return refuse(blackboard.CodeFieldMismatch, "", "derived flag %s given as %v, evidence says %v", k, given, g.flags[k])
+			return refuse(reason.FieldMismatch, "", "derived flag %s given as %v, evidence says %v", k, given, g.flags[k])
 		}
 	}
 	for _, con := range s.inForce() {
@@ -1779,7 +1780,7 @@ func (s *invSnap) gate(action string, reqs []string, payload blackboard.Payload,
 			continue
 		}
 		blocked := func(format string, a ...any) (invGateResult, *invVerdict) {
-			code := blackboard.Code(invCodeName(name) + "_BLOCKED")
+			code := reason.Code(invCodeName(name) + "_BLOCKED")
 			if !isAction {
 				code = "PLAN_" + code
 			}
@@ -1804,7 +1805,7 @@ func (s *invSnap) gate(action string, reqs []string, payload blackboard.Payload,
 				return blocked("bound percept %s has no %s", pr.ID, field)
 			}
 			if given, ok := payload[field]; ok && !reflect.DeepEqual(given, observed) {
-				v := invRefuse(blackboard.CodeFieldMismatch, pr.ID, "bound field %s given as %v, percept %s says %v", field, given, pr.ID, observed)
+				v := invRefuse(reason.FieldMismatch, pr.ID, "bound field %s given as %v, percept %s says %v", field, given, pr.ID, observed)
 				v.rule = name
 				return g, &v
 			}
@@ -2091,7 +2092,7 @@ func TestCheckerCatchesViolations(t *testing.T) {
 	w.clock.Advance(5 * time.Millisecond)
 	must(w.k.Expire(ctx, tr))
 	clean, err := w.list(tr)
-	if err != nil || len(clean) != 13 || clean[10].Reason != blackboard.CodeCommitted || clean[11].Reason != blackboard.CodeUnknownActionType || clean[12].Status != blackboard.StatusExpired {
+	if err != nil || len(clean) != 13 || clean[10].Reason != reason.Committed || clean[11].Reason != reason.UnknownActionType || clean[12].Status != blackboard.StatusExpired {
 		t.Fatalf("scenario: %d records, %v", len(clean), err)
 	}
 	now := w.clock.ms.Load()
@@ -2157,7 +2158,7 @@ func TestCheckerCatchesViolations(t *testing.T) {
 			return append(r, dup)
 		}, 0, "has 2 committed records"},
 		{"superseded without a commit", func(r []blackboard.Record) []blackboard.Record {
-			r[11].Reason = blackboard.CodeSupersededByCommit
+			r[11].Reason = reason.SupersededByCommit
 			return r
 		}, 0, "has 0 committed records"},
 		{"proposal past its TTL", func(r []blackboard.Record) []blackboard.Record {
@@ -2168,7 +2169,7 @@ func TestCheckerCatchesViolations(t *testing.T) {
 		{"invalidated without a code", func(r []blackboard.Record) []blackboard.Record { r[11].Reason = ""; return r }, 0, "INVALIDATED without a code"},
 		{"expired early", func(r []blackboard.Record) []blackboard.Record { r[12].Provenance.TTLMS = 1e6; return r }, 0, "is EXPIRED"},
 		{"commit invalidated", func(r []blackboard.Record) []blackboard.Record {
-			r[6].Status, r[6].Reason = blackboard.StatusInvalidated, blackboard.CodeStaleEvidence
+			r[6].Status, r[6].Reason = blackboard.StatusInvalidated, reason.StaleEvidence
 			return r
 		}, 0, "committed record was invalidated"},
 		{"malformed id", func(r []blackboard.Record) []blackboard.Record { r[1].ID = "percepts:t0:x"; return r }, 0, `want id "percepts:t0:2"`},
@@ -2197,7 +2198,7 @@ func TestCheckerCatchesViolations(t *testing.T) {
 			return r
 		}, 13, "moved from INVALIDATED"},
 		{"reason rewritten", func(r []blackboard.Record) []blackboard.Record {
-			r[11].Reason = blackboard.CodeMissingEvidence
+			r[11].Reason = reason.MissingEvidence
 			return r
 		}, 13, "moved from INVALIDATED"},
 		{"records lost", func(r []blackboard.Record) []blackboard.Record { return r[:5] }, 13, "shrank"},
@@ -2289,9 +2290,9 @@ func TestCheckerCatchesNewRules(t *testing.T) {
 	w.clock.Advance(5 * time.Millisecond)
 	refused := submit(w.planner, blackboard.Actions, "wire_money", blackboard.Payload{"requires_beliefs": []string{}})
 	clean, err := w.list(tr)
-	if err != nil || len(clean) != 23 || refused.Code != blackboard.CodeUnknownActionType || clean[21].Status != blackboard.StatusExpired ||
+	if err != nil || len(clean) != 23 || refused.Code != reason.UnknownActionType || clean[21].Status != blackboard.StatusExpired ||
 		slices.ContainsFunc(clean[:21], func(r blackboard.Record) bool {
-			return r.Status != blackboard.StatusActive && r.Reason != blackboard.CodeSupersededByCommit
+			return r.Status != blackboard.StatusActive && r.Reason != reason.SupersededByCommit
 		}) {
 		t.Fatalf("scenario: %d records, %v, %+v", len(clean), err, clean)
 	}
@@ -2404,7 +2405,7 @@ func TestCheckerCatchesNewRules(t *testing.T) {
 	// Calls: the trace before the refused action (record 22 not yet
 	// expired), then after it.
 	before := doctor(func(r []blackboard.Record) {
-		r[21].Status, r[21].Reason = blackboard.StatusActive, blackboard.CodeCommitted
+		r[21].Status, r[21].Reason = blackboard.StatusActive, reason.Committed
 	})[:22]
 	view, err := w.k.Reader().View(ctx, tr, kernel.ViewOptions{})
 	if err != nil {
@@ -2421,7 +2422,7 @@ func TestCheckerCatchesNewRules(t *testing.T) {
 		call  invCall
 		want  string
 	}{
-		{"decision with another code", before, clean, func() invCall { c := submitted; c.d.Code = blackboard.CodeUngroundedAction; return c }(),
+		{"decision with another code", before, clean, func() invCall { c := submitted; c.d.Code = reason.UngroundedAction; return c }(),
 			"the model decides UNKNOWN_ACTION_TYPE"},
 		{"decision naming a failed record", before, clean, func() invCall { c := submitted; c.d.Failed = "percepts:t0:1"; return c }(),
 			`failed "percepts:t0:1"), the model decides UNKNOWN_ACTION_TYPE (rule "", failed "")`},

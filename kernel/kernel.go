@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -231,9 +232,9 @@ func (k *Kernel) checkEntry(role blackboard.Role, writer string, e *Entry) (blac
 	mode := e.Mode
 	switch {
 	case !e.Slot.Valid():
-		return blackboard.Record{}, newErr(op, "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, fmt.Sprintf("unknown slot %d", e.Slot))
+		return blackboard.Record{}, newErr(op, "", reason.InvalidInput, blackboard.ErrInvalidInput, fmt.Sprintf("unknown slot %d", e.Slot))
 	case e.Mode != 0 && !e.Mode.Valid():
-		return blackboard.Record{}, newErr(op, "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, fmt.Sprintf("unknown mode %d", e.Mode))
+		return blackboard.Record{}, newErr(op, "", reason.InvalidInput, blackboard.ErrInvalidInput, fmt.Sprintf("unknown mode %d", e.Mode))
 	}
 	if mode == 0 {
 		mode = permissions[role][e.Slot]
@@ -243,44 +244,44 @@ func (k *Kernel) checkEntry(role blackboard.Role, writer string, e *Entry) (blac
 		if mode != 0 {
 			m = mode.String()
 		}
-		return blackboard.Record{}, newErr(op, "", blackboard.CodePermissionDenied, blackboard.ErrPermission,
+		return blackboard.Record{}, newErr(op, "", reason.PermissionDenied, blackboard.ErrPermission,
 			fmt.Sprintf("role %s may not write %s in %s", role, e.Slot, m))
 	}
 	if err := checkName("trace id", e.TraceID); err != nil {
-		return blackboard.Record{}, newErr(op, "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, err.Error())
+		return blackboard.Record{}, newErr(op, "", reason.InvalidInput, blackboard.ErrInvalidInput, err.Error())
 	}
 	if err := k.checkTraceOwner(op, e.TraceID); err != nil {
 		return blackboard.Record{}, err
 	}
 	if err := checkName("kind", e.Kind); err != nil {
-		return blackboard.Record{}, newErr(op, "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, err.Error())
+		return blackboard.Record{}, newErr(op, "", reason.InvalidInput, blackboard.ErrInvalidInput, err.Error())
 	}
 	if c := e.Confidence; c != nil && !unit(*c) {
-		return blackboard.Record{}, newErr(op, "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, fmt.Sprintf("confidence %v outside [0,1]", *c))
+		return blackboard.Record{}, newErr(op, "", reason.InvalidInput, blackboard.ErrInvalidInput, fmt.Sprintf("confidence %v outside [0,1]", *c))
 	}
 	if e.TTL < 0 || e.TTL > store.MaxTTL {
-		return blackboard.Record{}, newErr(op, "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, fmt.Sprintf("TTL %v outside [0, %v]", e.TTL, store.MaxTTL))
+		return blackboard.Record{}, newErr(op, "", reason.InvalidInput, blackboard.ErrInvalidInput, fmt.Sprintf("TTL %v outside [0, %v]", e.TTL, store.MaxTTL))
 	}
 	scope := e.Scope
 	if scope == 0 {
 		scope = blackboard.ScopeEpisode
 	}
 	if !scope.Valid() {
-		return blackboard.Record{}, newErr(op, "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, fmt.Sprintf("unknown scope %d", e.Scope))
+		return blackboard.Record{}, newErr(op, "", reason.InvalidInput, blackboard.ErrInvalidInput, fmt.Sprintf("unknown scope %d", e.Scope))
 	}
 	if !mutPersistentScope && scope == blackboard.ScopePersistent && (role == blackboard.RolePlanner || role == blackboard.RoleSimulator) {
 		// A proposer's persistent record would become every trace's state.
-		return blackboard.Record{}, newErr(op, "", blackboard.CodePermissionDenied, blackboard.ErrPermission,
+		return blackboard.Record{}, newErr(op, "", reason.PermissionDenied, blackboard.ErrPermission,
 			fmt.Sprintf("role %s may not write persistent scope", role))
 	}
 	for _, ref := range e.InputRefs {
 		if ref == "" {
-			return blackboard.Record{}, newErr(op, "", blackboard.CodeInvalidReference, ErrInvalidReference, "empty input ref")
+			return blackboard.Record{}, newErr(op, "", reason.InvalidReference, ErrInvalidReference, "empty input ref")
 		}
 	}
 	for _, ref := range e.EvidenceRefs {
 		if ref == "" {
-			return blackboard.Record{}, newErr(op, "", blackboard.CodeInvalidReference, ErrInvalidReference, "empty evidence ref")
+			return blackboard.Record{}, newErr(op, "", reason.InvalidReference, ErrInvalidReference, "empty evidence ref")
 		}
 	}
 	var payload blackboard.Payload
@@ -295,13 +296,13 @@ func (k *Kernel) checkEntry(role blackboard.Role, writer string, e *Entry) (blac
 		if errors.Is(err, ErrPayloadTooLarge) {
 			sentinel = ErrPayloadTooLarge
 		}
-		return blackboard.Record{}, newErr(op, "", blackboard.CodeInvalidInput, sentinel, strings.TrimPrefix(err.Error(), sentinel.Error()+": "))
+		return blackboard.Record{}, newErr(op, "", reason.InvalidInput, sentinel, strings.TrimPrefix(err.Error(), sentinel.Error()+": "))
 	}
 	if err := checkShape(e.Slot, mode, e.Kind, payload); err != nil {
-		code := blackboard.CodeInvalidInput
+		code := reason.InvalidInput
 		sentinel := blackboard.ErrInvalidInput
 		if mode == blackboard.ModePropose {
-			code, sentinel = blackboard.CodeInvalidProposal, ErrInvalidProposal
+			code, sentinel = reason.InvalidProposal, ErrInvalidProposal
 		}
 		return blackboard.Record{}, newErr(op, "", code, sentinel, err.Error())
 	}
@@ -333,7 +334,7 @@ func (k *Kernel) checkEntry(role blackboard.Role, writer string, e *Entry) (blac
 		Namespace:    k.namespace,
 	}
 	if mode == blackboard.ModeCommit {
-		rec.Reason = blackboard.CodeCommitted
+		rec.Reason = reason.Committed
 	}
 	return rec, nil
 }

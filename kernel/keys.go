@@ -10,13 +10,14 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/canon"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
 // claimedBy is [Governor.ClaimedBy].
 func (k *Kernel) claimedBy(ctx context.Context, key string) (string, error) {
 	if err := checkName("once-key", key); err != nil {
-		return "", newErr("claimed by", "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, err.Error())
+		return "", newErr("claimed by", "", reason.InvalidInput, blackboard.ErrInvalidInput, err.Error())
 	}
 	return k.store.ClaimedBy(ctx, k.keySpace(), key)
 }
@@ -205,18 +206,18 @@ func (k *Kernel) retired(ctx context.Context, s *snapshot, id string) (bool, err
 }
 
 // retire is [Governor.Retire].
-func (k *Kernel) retire(ctx context.Context, actionID string, reason blackboard.Code, fence string) error {
+func (k *Kernel) retire(ctx context.Context, actionID string, why reason.Code, fence string) error {
 	const op = "retire"
 	if err := checkName("fence key", fence); err != nil {
-		return newErr(op, actionID, blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, err.Error())
+		return newErr(op, actionID, reason.InvalidInput, blackboard.ErrInvalidInput, err.Error())
 	}
-	if err := checkName("reason", string(reason)); err != nil {
-		return newErr(op, actionID, blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, err.Error())
+	if err := checkName("reason", string(why)); err != nil {
+		return newErr(op, actionID, reason.InvalidInput, blackboard.ErrInvalidInput, err.Error())
 	}
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		act, err := k.store.Get(ctx, actionID)
 		if errors.Is(err, blackboard.ErrNotFound) || err == nil && (act.Namespace != k.namespace || act.Slot != blackboard.Actions || act.Mode != blackboard.ModeCommit) {
-			return newErr(op, actionID, blackboard.CodeInvalidReference, ErrInvalidReference, "not a committed action")
+			return newErr(op, actionID, reason.InvalidReference, ErrInvalidReference, "not a committed action")
 		}
 		if err != nil {
 			return err
@@ -224,7 +225,7 @@ func (k *Kernel) retire(ctx context.Context, actionID string, reason blackboard.
 		if act.Status != blackboard.StatusActive {
 			return nil // retired already
 		}
-		b := store.Batch{Invalidations: []store.Invalidation{{ID: actionID, Status: blackboard.StatusInvalidated, Reason: reason}}}
+		b := store.Batch{Invalidations: []store.Invalidation{{ID: actionID, Status: blackboard.StatusInvalidated, Reason: why}}}
 		if !mutRetireFence {
 			b.Claims = []store.Claim{{Key: fence, RecordID: actionID}}
 		}
@@ -236,7 +237,7 @@ func (k *Kernel) retire(ctx context.Context, actionID string, reason blackboard.
 		snap.release()
 		switch {
 		case errors.Is(err, blackboard.ErrDuplicateKey):
-			return newErr(op, actionID, blackboard.CodeDuplicateAction, blackboard.ErrDuplicateKey, "an effect attempt was started: "+err.Error())
+			return newErr(op, actionID, reason.DuplicateAction, blackboard.ErrDuplicateKey, "an effect attempt was started: "+err.Error())
 		case raced(err):
 			continue // the trace changed, or another caller retired it meanwhile: read again
 		}
@@ -264,8 +265,8 @@ func (k *Kernel) retire(ctx context.Context, actionID string, reason blackboard.
 //
 // Retire is the executor's, through the Governor (the tool gate
 // calls it): a handle cannot retire anything. Safe for concurrent use.
-func (g *Governor) Retire(ctx context.Context, actionID string, reason blackboard.Code, fence string) error {
-	return g.k.retire(ctx, actionID, reason, fence)
+func (g *Governor) Retire(ctx context.Context, actionID string, why reason.Code, fence string) error {
+	return g.k.retire(ctx, actionID, why, fence)
 }
 
 // onceKeyOf is [Governor.OnceKeyOf].
@@ -273,7 +274,7 @@ func (k *Kernel) onceKeyOf(ctx context.Context, actionID string) (string, error)
 	const op = "once key"
 	rec, err := k.store.Get(ctx, actionID)
 	if errors.Is(err, blackboard.ErrNotFound) || err == nil && (rec.Namespace != k.namespace || rec.Slot != blackboard.Actions || rec.Mode != blackboard.ModeCommit) {
-		return "", newErr(op, actionID, blackboard.CodeInvalidReference, ErrInvalidReference, "not a committed action")
+		return "", newErr(op, actionID, reason.InvalidReference, ErrInvalidReference, "not a committed action")
 	}
 	if err != nil {
 		return "", err
@@ -361,17 +362,17 @@ func (k *Kernel) claimOnce(ctx context.Context, s *snapshot, p *blackboard.Recor
 	if o.Percept != "" {
 		pr := s.current(o.Percept)
 		if pr == nil {
-			return outcome{code: blackboard.CodeOnceKeyMissing, detail: "no observation " + o.Percept}, nil
+			return outcome{code: reason.OnceKeyMissing, detail: "no observation " + o.Percept}, nil
 		}
 		if code, _ := k.checkEvidence(s, pr); code != "" {
-			return outcome{code: blackboard.CodeOnceKeyMissing, failed: pr.ID, causes: []Cause{{Code: code, Record: pr.ID}},
+			return outcome{code: reason.OnceKeyMissing, failed: pr.ID, causes: []Cause{{Code: code, Record: pr.ID}},
 				detail: "key percept fails " + string(code)}, nil
 		}
 		src = pr.Payload
 	}
 	slots, missing, err := k.onceSlots(p.Kind, o, src)
 	if missing != "" {
-		return outcome{code: blackboard.CodeOnceKeyMissing, detail: "no key field " + missing}, nil
+		return outcome{code: reason.OnceKeyMissing, detail: "no key field " + missing}, nil
 	}
 	if err != nil {
 		return outcome{}, fmt.Errorf("kernel: once-key of %s: %w", p.ID, err)
@@ -381,7 +382,7 @@ func (k *Kernel) claimOnce(ctx context.Context, s *snapshot, p *blackboard.Recor
 		return outcome{}, err
 	}
 	if key == "" {
-		return outcome{code: blackboard.CodeDuplicateAction, failed: holder, detail: "once-key " + slots.enc + " used up by " + holder}, nil
+		return outcome{code: reason.DuplicateAction, failed: holder, detail: "once-key " + slots.enc + " used up by " + holder}, nil
 	}
 	out.claim = store.Claim{Key: key, RecordID: out.record.ID}
 	return out, nil

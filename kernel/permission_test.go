@@ -8,6 +8,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // table1 is the paper's Table 1, written out independently of the kernel's
@@ -51,7 +52,7 @@ func TestPermissionTable(t *testing.T) {
 				f.mark()
 				rec, err := h.Write(f.ctx, kernel.Entry{TraceID: "perm", Slot: slot, Mode: mode, Kind: "k", Payload: validPayload[slot]})
 				if !allowed {
-					wantErr(t, err, blackboard.ErrPermission, blackboard.CodePermissionDenied)
+					wantErr(t, err, blackboard.ErrPermission, reason.PermissionDenied)
 					f.unchanged()
 					continue
 				}
@@ -59,9 +60,9 @@ func TestPermissionTable(t *testing.T) {
 					t.Errorf("%s: %v", name, err)
 					continue
 				}
-				wantReason := blackboard.Code("")
+				wantReason := reason.Code("")
 				if own == blackboard.ModeCommit {
-					wantReason = blackboard.CodeCommitted
+					wantReason = reason.Committed
 				}
 				got := f.get(rec)
 				if got.Mode != own || got.Provenance.Role != h.Role() || got.Provenance.Writer != h.Name() ||
@@ -140,7 +141,7 @@ func TestCommitAuthority(t *testing.T) {
 	f.mark()
 	for _, id := range ids {
 		_, err := f.sim.Commit(f.ctx, tr, id)
-		wantErr(t, err, blackboard.ErrPermission, blackboard.CodePermissionDenied)
+		wantErr(t, err, blackboard.ErrPermission, reason.PermissionDenied)
 	}
 	f.unchanged()
 
@@ -150,7 +151,7 @@ func TestCommitAuthority(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, err := f.planner.Commit(context.Background(), tr, p)
-	if err != nil || d.Code != blackboard.CodeCommitted {
+	if err != nil || d.Code != reason.Committed {
 		t.Fatalf("planner deciding a simulator prediction: %s %v", d.Code, err)
 	}
 	f.checkDecision(d)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -17,8 +18,8 @@ import (
 // append follow records (then).
 func (k *Kernel) write(ctx context.Context, role blackboard.Role, writer string, e Entry, governed bool, then func(blackboard.Record) ([]Follow, error)) (w written, err error) {
 	ctx, sp := k.span(ctx, "kernel.write", e.TraceID, e.Slot)
-	var reason blackboard.Code // the record's, once written
-	defer func() { endSpan(sp, reason, err) }()
+	var why reason.Code // the record's, once written
+	defer func() { endSpan(sp, why, err) }()
 	if err := checkGoverned("write", e, governed); err != nil {
 		return written{}, err
 	}
@@ -43,7 +44,7 @@ func (k *Kernel) write(ctx context.Context, role blackboard.Role, writer string,
 			return written{}, err
 		}
 		if done {
-			reason = rec.Reason
+			why = rec.Reason
 			if k.log.Enabled(ctx, slog.LevelDebug) {
 				k.log.DebugContext(ctx, "write", "id", rec.ID, "role", role.String(), "kind", rec.Kind)
 			}
@@ -94,7 +95,7 @@ func (s *snapshot) checkRecordRefs(ctx context.Context, rec *blackboard.Record, 
 	}
 	for _, d := range idDeps {
 		if r := s.byID(d); r == nil || r.Slot != blackboard.Percepts {
-			return newErr("write", "", blackboard.CodeInvalidReference, ErrInvalidReference,
+			return newErr("write", "", reason.InvalidReference, ErrInvalidReference,
 				fmt.Sprintf("dependency %q is not a percept of trace %q", d, rec.Provenance.TraceID))
 		}
 	}
@@ -109,7 +110,7 @@ func checkGoverned(op string, e Entry, governed bool) error {
 		return nil
 	}
 	if !mutGovernedKeys && len(e.OnceKeys) > 0 {
-		return newErr(op, "", blackboard.CodePermissionDenied, blackboard.ErrPermission, "only the kernel's owner, through its Governor, claims once-keys")
+		return newErr(op, "", reason.PermissionDenied, blackboard.ErrPermission, "only the kernel's owner, through its Governor, claims once-keys")
 	}
 	return nil
 }
@@ -127,7 +128,7 @@ func (k *Kernel) checkReserved(op string, slot blackboard.Slot, kind, writer str
 	if !ok || governed && slices.Contains(writers, writer) {
 		return nil
 	}
-	return newErr(op, "", blackboard.CodePermissionDenied, blackboard.ErrPermission,
+	return newErr(op, "", reason.PermissionDenied, blackboard.ErrPermission,
 		fmt.Sprintf("%s kind %q is reserved to governance code (writers %q)", slot, kind, writers))
 }
 
@@ -139,11 +140,11 @@ func (k *Kernel) checkOnceKeys(role blackboard.Role, keys []string, governed boo
 		return nil
 	}
 	if role != blackboard.RoleTool && !governed {
-		return newErr("write", "", blackboard.CodePermissionDenied, blackboard.ErrPermission, fmt.Sprintf("role %s may not claim once-keys", role))
+		return newErr("write", "", reason.PermissionDenied, blackboard.ErrPermission, fmt.Sprintf("role %s may not claim once-keys", role))
 	}
 	for i, key := range keys {
 		if err := checkName("once-key", key); err != nil || slices.Contains(keys[:i], key) {
-			return newErr("write", "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, fmt.Sprintf("bad or repeated once-key %q", key))
+			return newErr("write", "", reason.InvalidInput, blackboard.ErrInvalidInput, fmt.Sprintf("bad or repeated once-key %q", key))
 		}
 	}
 	return nil
@@ -184,7 +185,7 @@ func (k *Kernel) writeOnce(ctx context.Context, rec *blackboard.Record, idDeps [
 	err = snap.apply(ctx, b)
 	if len(b.Claims) > 0 && errors.Is(err, blackboard.ErrDuplicateKey) {
 		// A claimed key stays claimed: trying again cannot help.
-		return written{}, false, newErr("write", rec.ID, blackboard.CodeDuplicateAction, blackboard.ErrDuplicateKey, err.Error())
+		return written{}, false, newErr("write", rec.ID, reason.DuplicateAction, blackboard.ErrDuplicateKey, err.Error())
 	}
 	if raced(err) {
 		return written{}, false, nil
@@ -233,7 +234,7 @@ func (k *Kernel) submit(ctx context.Context, role blackboard.Role, writer string
 		return Decision{}, err
 	}
 	if rec.Mode != blackboard.ModePropose {
-		return Decision{}, newErr("submit", "", blackboard.CodeInvalidProposal, ErrInvalidProposal, "only proposals can be submitted")
+		return Decision{}, newErr("submit", "", reason.InvalidProposal, ErrInvalidProposal, "only proposals can be submitted")
 	}
 	if err := k.checkOnceKeys(role, e.OnceKeys, governed); err != nil {
 		return Decision{}, err
@@ -272,7 +273,7 @@ func (k *Kernel) submitOnce(ctx context.Context, rec *blackboard.Record, idDeps 
 
 // outcome is what deciding a proposal produced, before it is applied.
 type outcome struct {
-	code     blackboard.Code
+	code     reason.Code
 	record   blackboard.Record // committed record (zero ID when rejected)
 	evidence blackboard.Record // belief evidence artifact (zero ID when none)
 	// why a refusal: the rule or constraint, the failing record, a detail
@@ -284,7 +285,7 @@ type outcome struct {
 }
 
 // refuse is a refusal with code about the record failed.
-func refuse(code blackboard.Code, failed string) outcome { return outcome{code: code, failed: failed} }
+func refuse(code reason.Code, failed string) outcome { return outcome{code: code, failed: failed} }
 
 func (k *Kernel) commit(ctx context.Context, role blackboard.Role, traceID, proposalID string) (d Decision, err error) {
 	const op = "commit"
@@ -336,13 +337,13 @@ func (k *Kernel) commitOnce(ctx context.Context, role blackboard.Role, traceID, 
 		if _, err := k.store.Get(ctx, proposalID); err == nil {
 			detail = "proposal belongs to another trace"
 		}
-		return Decision{Code: blackboard.CodeInvalidProposal}, false, newErr(op, proposalID, blackboard.CodeInvalidProposal, ErrInvalidProposal, detail)
+		return Decision{Code: reason.InvalidProposal}, false, newErr(op, proposalID, reason.InvalidProposal, ErrInvalidProposal, detail)
 	}
 	if !mutCommitOnce && p.Mode != blackboard.ModePropose {
-		return Decision{Code: blackboard.CodeInvalidProposal}, false, newErr(op, proposalID, blackboard.CodeInvalidProposal, ErrInvalidProposal, "not a proposal")
+		return Decision{Code: reason.InvalidProposal}, false, newErr(op, proposalID, reason.InvalidProposal, ErrInvalidProposal, "not a proposal")
 	}
 	if !mutPermissions && !Allowed(role, p.Slot, blackboard.ModePropose) {
-		return Decision{}, false, newErr(op, proposalID, blackboard.CodePermissionDenied, blackboard.ErrPermission,
+		return Decision{}, false, newErr(op, proposalID, reason.PermissionDenied, blackboard.ErrPermission,
 			fmt.Sprintf("role %s may not decide %s", role, p.Slot))
 	}
 	if err := k.checkReserved(op, p.Slot, p.Kind, "", false); err != nil {
@@ -356,7 +357,7 @@ func (k *Kernel) commitOnce(ctx context.Context, role blackboard.Role, traceID, 
 				return Decision{}, false, err
 			}
 		}
-		return Decision{Code: blackboard.CodeInvalidProposal, ProposalID: p.ID}, false, newErr(op, proposalID, blackboard.CodeInvalidProposal, ErrInvalidProposal,
+		return Decision{Code: reason.InvalidProposal, ProposalID: p.ID}, false, newErr(op, proposalID, reason.InvalidProposal, ErrInvalidProposal,
 			fmt.Sprintf("proposal is %s (%s)", p.Status, p.Reason))
 	}
 	snap.reserveIDs(p.Slot, p.ID)
@@ -377,17 +378,17 @@ func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, expiries []st
 	if err != nil {
 		return Decision{}, false, err
 	}
-	reason := out.code
+	why := out.code
 	if out.code.OK() {
-		reason = blackboard.CodeSupersededByCommit
+		why = reason.SupersededByCommit
 	}
 	batch := store.Batch{Appends: snap.appends[:0], Invalidations: expiries}
 	if submitted {
 		final := *p
-		final.Status, final.Reason = blackboard.StatusInvalidated, reason
+		final.Status, final.Reason = blackboard.StatusInvalidated, why
 		batch.Appends = append(batch.Appends, final)
 	} else {
-		inv := store.Invalidation{ID: p.ID, Status: blackboard.StatusInvalidated, Reason: reason}
+		inv := store.Invalidation{ID: p.ID, Status: blackboard.StatusInvalidated, Reason: why}
 		if expiries == nil {
 			batch.Invalidations = append(snap.invs[:0], inv)
 		} else {
@@ -437,7 +438,7 @@ func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, expiries []st
 		}
 		for _, f := range follows {
 			if len(f.Entry.OnceKeys) > 0 {
-				return Decision{}, false, newErr("submit", p.ID, blackboard.CodePermissionDenied, blackboard.ErrPermission, "a decision's follow records claim no once-keys")
+				return Decision{}, false, newErr("submit", p.ID, reason.PermissionDenied, blackboard.ErrPermission, "a decision's follow records claim no once-keys")
 			}
 		}
 		first := snap.n + len(batch.Appends)
@@ -455,7 +456,7 @@ func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, expiries []st
 		// it is DUPLICATE_ACTION.)
 		for _, key := range keys {
 			if _, cerr := k.store.ClaimedBy(ctx, k.keySpace(), key); cerr == nil {
-				return Decision{}, false, newErr("submit", p.ID, blackboard.CodeDuplicateAction, blackboard.ErrDuplicateKey, "once-key "+key+" is claimed")
+				return Decision{}, false, newErr("submit", p.ID, reason.DuplicateAction, blackboard.ErrDuplicateKey, "once-key "+key+" is claimed")
 			}
 		}
 	}
@@ -513,7 +514,7 @@ func (k *Kernel) decide(ctx context.Context, s *snapshot, p *blackboard.Record) 
 // length so that appending to one never writes into the other. spare,
 // when its capacity is enough, backs them instead (the caller's, for the
 // record alone).
-func (s *snapshot) commitRecord(p *blackboard.Record, idIndex int, code blackboard.Code, payload blackboard.Payload, inputs, evidence, spare []string) blackboard.Record {
+func (s *snapshot) commitRecord(p *blackboard.Record, idIndex int, code reason.Code, payload blackboard.Payload, inputs, evidence, spare []string) blackboard.Record {
 	need := 1 + len(p.Provenance.InputRefs) + len(inputs) + len(evidence)
 	var buf []string
 	if cap(spare) >= need {

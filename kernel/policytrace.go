@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // policyTracePrefix begins the trace ids reserved to one namespace each:
@@ -25,7 +26,7 @@ func (k *Kernel) checkTraceOwner(op, traceID string) error {
 		return nil
 	}
 	if owner := traceID[len(policyTracePrefix):]; owner != cmp.Or(k.namespace, blackboard.DefaultNamespace) {
-		return newErr(op, "", blackboard.CodePermissionDenied, blackboard.ErrPermission,
+		return newErr(op, "", reason.PermissionDenied, blackboard.ErrPermission,
 			fmt.Sprintf("trace %q is reserved to namespace %q, not %q", traceID, owner, cmp.Or(k.namespace, blackboard.DefaultNamespace)))
 	}
 	return nil

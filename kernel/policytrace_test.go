@@ -7,6 +7,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store/memstore"
 )
 
@@ -31,7 +32,7 @@ func TestAttackPolicyTraceReserved(t *testing.T) {
 		k     *kernel.Kernel
 		trace string
 	}{{evil, "bk.policy.desk"}, {evil, "bk.policy.default"}, {def, "bk.policy.desk"}, {desk, "bk.policy.evil"}, {evil, "bk.policy."}} {
-		if _, err := c.k.Tool("squat").Write(ctx, entry(c.trace)); !errors.Is(err, blackboard.ErrPermission) || kernel.CodeOf(err) != blackboard.CodePermissionDenied {
+		if _, err := c.k.Tool("squat").Write(ctx, entry(c.trace)); !errors.Is(err, blackboard.ErrPermission) || kernel.CodeOf(err) != reason.PermissionDenied {
 			t.Errorf("namespace %q wrote %s: %v, want PERMISSION_DENIED", c.k.Namespace(), c.trace, err)
 		}
 		if _, err := c.k.Planner("squat").Submit(ctx, kernel.Entry{TraceID: c.trace, Slot: blackboard.Beliefs, Kind: "b", Payload: blackboard.Payload{"depends_on": []any{}}}); !errors.Is(err, blackboard.ErrPermission) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // Now returns the kernel's clock reading, so that code deciding on records
@@ -18,7 +19,7 @@ func (k *Kernel) recheckCommitted(ctx context.Context, actionID string) (Decisio
 	const op = "recheck"
 	act, err := k.store.Get(ctx, actionID)
 	if errors.Is(err, blackboard.ErrNotFound) || err == nil && (act.Namespace != k.namespace || act.Slot != blackboard.Actions || act.Mode != blackboard.ModeCommit) {
-		return Decision{}, newErr(op, actionID, blackboard.CodeInvalidReference, ErrInvalidReference, "not a committed action")
+		return Decision{}, newErr(op, actionID, reason.InvalidReference, ErrInvalidReference, "not a committed action")
 	}
 	if err != nil {
 		return Decision{}, err
@@ -31,14 +32,14 @@ func (k *Kernel) recheckCommitted(ctx context.Context, actionID string) (Decisio
 	snap.markExpired() // in the snapshot only: a recheck writes nothing
 	a := snap.byID(actionID)
 	if a == nil || len(a.Provenance.InputRefs) == 0 {
-		return Decision{}, newErr(op, actionID, blackboard.CodeInvalidReference, ErrInvalidReference, "not a committed action")
+		return Decision{}, newErr(op, actionID, reason.InvalidReference, ErrInvalidReference, "not a committed action")
 	}
 	out, err := k.recheckAction(ctx, snap, a)
 	if err != nil {
 		return Decision{}, err
 	}
 	if out.code == "" {
-		out.code = blackboard.CodeCommitted
+		out.code = reason.Committed
 	}
 	return Decision{ID: "recheck:" + a.ID, Code: out.code, ProposalID: a.Provenance.InputRefs[0], CommittedID: a.ID,
 		Rule: out.rule, Failed: out.failed, Detail: out.detail, Causes: out.causes}, nil
@@ -71,7 +72,7 @@ func (g *Governor) RecheckAction(ctx context.Context, actionID string) (Decision
 func (k *Kernel) recheckAction(ctx context.Context, s *snapshot, a *blackboard.Record) (outcome, error) {
 	p := s.byID(a.Provenance.InputRefs[0]) // the committed twin names its proposal first
 	if a.Status != blackboard.StatusActive || p == nil || p.Slot != blackboard.Actions {
-		return outcome{code: blackboard.CodeInvalidProposal, failed: a.ID, detail: "the action is " + a.Status.String() + " or has no proposal"}, nil
+		return outcome{code: reason.InvalidProposal, failed: a.ID, detail: "the action is " + a.Status.String() + " or has no proposal"}, nil
 	}
 	var bbuf beliefBuf
 	g := k.newGate(s, a.Kind, list(p.Payload, keyRequiresBeliefs), p.Payload, &bbuf)
@@ -79,16 +80,16 @@ func (k *Kernel) recheckAction(ctx context.Context, s *snapshot, a *blackboard.R
 		return outcome{code: code}, nil
 	}
 	if !mutRequirePlan && g.spec.RequirePlan && s.planFor(a.Kind) == nil {
-		return outcome{code: blackboard.CodeNoFeasiblePlan}, nil
+		return outcome{code: reason.NoFeasiblePlan}, nil
 	}
-	beliefs, refused := g.satisfied(blackboard.CodeNoCommittedBelief, blackboard.CodeBeliefNotSatisfied)
+	beliefs, refused := g.satisfied(reason.NoCommittedBelief, reason.BeliefNotSatisfied)
 	if refused.code != "" {
 		return refused, nil
 	}
 	g.beliefs = beliefs
 	for _, b := range g.beliefs {
 		if !mutRecheckCurrent && !slices.Contains(a.Provenance.InputRefs, b.ID) {
-			return outcome{code: blackboard.CodeSupersededEvidence, failed: b.ID, detail: "belief " + b.ID + " replaced the one the action rests on"}, nil
+			return outcome{code: reason.SupersededEvidence, failed: b.ID, detail: "belief " + b.ID + " replaced the one the action rests on"}, nil
 		}
 	}
 	out, flags := g.recheck()
@@ -109,14 +110,14 @@ func (k *Kernel) recheckAction(ctx context.Context, s *snapshot, a *blackboard.R
 					continue // likewise
 				}
 				if cur := s.current(r.Kind); !mutRecheckCurrent && cur != r {
-					return outcome{code: blackboard.CodeSupersededEvidence, failed: r.ID, detail: "observation " + r.ID + " is superseded by " + cur.ID}, nil
+					return outcome{code: reason.SupersededEvidence, failed: r.ID, detail: "observation " + r.ID + " is superseded by " + cur.ID}, nil
 				}
 			}
 		}
 	}
 	if o := g.spec.Once; o != nil && !mutOnceKey {
 		if _, err := k.onceKeyOf(ctx, a.ID); errors.Is(err, blackboard.ErrNotFound) {
-			return outcome{code: blackboard.CodeOnceKeyMissing, failed: a.ID, detail: "the action no longer holds its once-key"}, nil
+			return outcome{code: reason.OnceKeyMissing, failed: a.ID, detail: "the action no longer holds its once-key"}, nil
 		} else if err != nil {
 			return outcome{}, err
 		}
@@ -125,13 +126,13 @@ func (k *Kernel) recheckAction(ctx context.Context, s *snapshot, a *blackboard.R
 	flags[3] = negative(preds)
 	if !mutPredictionGate && (g.spec.RequirePrediction || p.Payload.Bool(keyRequirePrediction)) {
 		if len(preds) == 0 {
-			return outcome{code: blackboard.CodeNoPrediction}, nil
+			return outcome{code: reason.NoPrediction}, nil
 		}
 		if flags[3] {
-			return outcome{code: blackboard.CodeNegativePrediction}, nil
+			return outcome{code: reason.NegativePrediction}, nil
 		}
 	}
-	if out := g.constrained(flags, blackboard.BlockedCode); out.code != "" {
+	if out := g.constrained(flags, reason.Blocked); out.code != "" {
 		return out, nil
 	}
 	if !mutValidators {

@@ -11,6 +11,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/jsonval"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // TestRecordJSONRoundTrip: records encode their enums by name and decode
@@ -88,7 +89,7 @@ func TestPersistentConstraints(t *testing.T) {
 	if _, err := f.sym.CommitConstraint(f.ctx, tr, kernel.Constraint{Name: "block_conflicted_actions", BlocksField: "uses_conflicted_data"}, 0); err != nil {
 		t.Fatal(err)
 	}
-	if d := f.mustPropose(tr, blackboard.Actions, "issue_refund", action("refund_due")); d.Code != blackboard.BlockedCode("block_conflicted_actions") {
+	if d := f.mustPropose(tr, blackboard.Actions, "issue_refund", action("refund_due")); d.Code != reason.Blocked("block_conflicted_actions") {
 		t.Errorf("action under a persistent constraint: %s", d.Code)
 	}
 	for _, include := range []bool{false, true} {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/vouch"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -258,7 +259,7 @@ func (s *snapshot) distrusted() bool {
 // A trace belongs to the namespace of its records.
 func (k *Kernel) checkNamespace(traceID, ns string) error {
 	if ns != "" && !mutNamespace && ns != k.namespace {
-		return newErr("read", "", blackboard.CodePermissionDenied, blackboard.ErrPermission,
+		return newErr("read", "", reason.PermissionDenied, blackboard.ErrPermission,
 			fmt.Sprintf("trace %q belongs to namespace %q, not %q", traceID, ns, k.namespace))
 	}
 	return nil
@@ -487,7 +488,7 @@ func (s *snapshot) markExpired() []store.Invalidation {
 	mark := func(r *blackboard.Record) {
 		if r.ID != "" && r.Status == blackboard.StatusActive && r.ExpiredAt(s.nowMS) &&
 			!slices.ContainsFunc(out, func(inv store.Invalidation) bool { return inv.ID == r.ID }) {
-			out = append(out, store.Invalidation{ID: r.ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired})
+			out = append(out, store.Invalidation{ID: r.ID, Status: blackboard.StatusExpired, Reason: reason.TTLExpired})
 		}
 	}
 	for i := range s.st.heads {
@@ -523,8 +524,8 @@ func (s *snapshot) expireRecord(r *blackboard.Record) (inv store.Invalidation, o
 	if r.Status != blackboard.StatusActive || !r.ExpiredAt(s.nowMS) {
 		return store.Invalidation{}, false
 	}
-	r.Status, r.Reason = blackboard.StatusExpired, blackboard.CodeTTLExpired
-	return store.Invalidation{ID: r.ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired}, true
+	r.Status, r.Reason = blackboard.StatusExpired, reason.TTLExpired
+	return store.Invalidation{ID: r.ID, Status: blackboard.StatusExpired, Reason: reason.TTLExpired}, true
 }
 
 // checkRefs verifies that every id names a record of this trace, or a
@@ -538,12 +539,12 @@ func (s *snapshot) checkRefs(ctx context.Context, what string, ids []string) err
 		r, err := s.k.store.Get(ctx, id)
 		switch {
 		case errors.Is(err, blackboard.ErrNotFound) || err == nil && !mutNamespace && r.Namespace != s.k.namespace:
-			return newErr("write", "", blackboard.CodeInvalidReference, ErrInvalidReference,
+			return newErr("write", "", reason.InvalidReference, ErrInvalidReference,
 				fmt.Sprintf("%s %q does not exist", what, id))
 		case err != nil:
 			return err
 		case !s.k.sharedAcross(&r):
-			return newErr("write", "", blackboard.CodeInvalidReference, ErrInvalidReference,
+			return newErr("write", "", reason.InvalidReference, ErrInvalidReference,
 				fmt.Sprintf("%s %q belongs to another trace", what, id))
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -201,7 +202,7 @@ func (st *traceState) rejectedBelief(kind string, nowMS int64) *blackboard.Recor
 		return nil
 	}
 	if best.rec.Status == blackboard.StatusActive {
-		return withStatus(best.rec, blackboard.StatusExpired, blackboard.CodeTTLExpired)
+		return withStatus(best.rec, blackboard.StatusExpired, reason.TTLExpired)
 	}
 	return best.rec
 }
@@ -210,7 +211,7 @@ func (st *traceState) rejectedBelief(kind string, nowMS int64) *blackboard.Recor
 // kind is committed: rejected, expired or withdrawn, not merely replaced by
 // its own commit.
 func explainsAbsence(r *blackboard.Record) bool {
-	return r.Slot == blackboard.Beliefs && r.Status != blackboard.StatusActive && r.Reason != blackboard.CodeSupersededByCommit
+	return r.Slot == blackboard.Beliefs && r.Status != blackboard.StatusActive && r.Reason != reason.SupersededByCommit
 }
 
 // next returns the state after a batch of this trace whose appends take
@@ -541,7 +542,7 @@ func (st *traceState) reject(seq int, r *blackboard.Record) {
 }
 
 // setStatus records a status change of id in every copy the state holds.
-func (st *traceState) setStatus(id string, status blackboard.Status, reason blackboard.Code, f *finder) {
+func (st *traceState) setStatus(id string, status blackboard.Status, why reason.Code, f *finder) {
 	seq := 0
 	for i := range st.heads {
 		h := &st.heads[i]
@@ -556,18 +557,18 @@ func (st *traceState) setStatus(id string, status blackboard.Status, reason blac
 		st.mineHeads()
 		h = &st.heads[i]
 		if h.rec.ID == id {
-			h.rec, seq = withStatus(h.rec, status, reason), h.seq
+			h.rec, seq = withStatus(h.rec, status, why), h.seq
 		}
 		if h.headExt == nil {
 			continue
 		}
 		e := *h.headExt // shared with the state this one derives from
 		if e.artifact != nil && e.artifact.ID == id {
-			e.artifact = withStatus(e.artifact, status, reason)
+			e.artifact = withStatus(e.artifact, status, why)
 		}
 		if j := slices.IndexFunc(e.percepts, func(p blackboard.Record) bool { return p.ID == id }); j >= 0 {
 			e.percepts = slices.Clone(e.percepts)
-			e.percepts[j].Status, e.percepts[j].Reason = status, reason
+			e.percepts[j].Status, e.percepts[j].Reason = status, why
 		}
 		h.headExt = &e
 	}
@@ -591,11 +592,11 @@ func (st *traceState) setStatus(id string, status blackboard.Status, reason blac
 	for i := range st.since {
 		if st.since[i].rec.ID == id {
 			mine(st, ownSince, &st.since)
-			st.since[i].rec = withStatus(st.since[i].rec, status, reason)
+			st.since[i].rec = withStatus(st.since[i].rec, status, why)
 		}
 	}
 	if r := f.find(id); r != nil && r.Slot == blackboard.Beliefs {
-		if c := withStatus(r, status, reason); explainsAbsence(c) {
+		if c := withStatus(r, status, why); explainsAbsence(c) {
 			if seq == 0 {
 				seq = seqOf(id)
 			}
@@ -611,9 +612,9 @@ func copyOf(r *blackboard.Record) *blackboard.Record {
 }
 
 // withStatus returns a copy of r with its status changed.
-func withStatus(r *blackboard.Record, status blackboard.Status, reason blackboard.Code) *blackboard.Record {
+func withStatus(r *blackboard.Record, status blackboard.Status, why reason.Code) *blackboard.Record {
 	c := *r
-	c.Status, c.Reason = status, reason
+	c.Status, c.Reason = status, why
 	return &c
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -53,7 +54,7 @@ func runKernel(t *testing.T, newStore func(t *testing.T) store.Store) {
 		// it must refuse, so it has to undo the parts it already applied.
 		{"StoreRefusesTail", func(b store.Batch) (store.Batch, error) {
 			b.Invalidations = append(slices.Clip(b.Invalidations), store.Invalidation{
-				ID: "beliefs:nowhere:1", Status: blackboard.StatusInvalidated, Reason: blackboard.CodeStaleEvidence,
+				ID: "beliefs:nowhere:1", Status: blackboard.StatusInvalidated, Reason: reason.StaleEvidence,
 			})
 			return b, nil
 		}, blackboard.ErrNotFound},
@@ -99,7 +100,7 @@ func runKernel(t *testing.T, newStore func(t *testing.T) store.Store) {
 
 			fs.fault = nil
 			d, err = planner.Commit(ctx, trace, proposal.ID)
-			if err != nil || d.Code != blackboard.CodeCommitted {
+			if err != nil || d.Code != reason.Committed {
 				t.Fatalf("Commit once the store works: %v, code %s", err, d.Code)
 			}
 			belief := storeGet(t, fs, d.CommittedID)
@@ -110,7 +111,7 @@ func runKernel(t *testing.T, newStore func(t *testing.T) store.Store) {
 			if ev := storeGet(t, fs, d.EvidenceID); ev.Slot != blackboard.Evidence || !slices.Contains(belief.EvidenceRefs, ev.ID) {
 				t.Errorf("a commit stores its evidence artifact and links the belief to it: artifact %+v, belief refs %v", ev, belief.EvidenceRefs)
 			}
-			wantSame(t, storeGet(t, fs, proposal.ID).Reason, blackboard.CodeSupersededByCommit, "a commit supersedes its proposal")
+			wantSame(t, storeGet(t, fs, proposal.ID).Reason, reason.SupersededByCommit, "a commit supersedes its proposal")
 		})
 	}
 }

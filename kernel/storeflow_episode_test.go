@@ -12,6 +12,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/storetest"
 )
@@ -21,7 +22,7 @@ import (
 // charge percept, the refund_due belief, the plan, then the refund or the
 // queue_for_review fallback. A stale charge takes the fallback path. It
 // returns the code of the action that ended the episode.
-func runEpisode(ctx context.Context, k *kernel.Kernel, trace string, stale bool) (blackboard.Code, error) {
+func runEpisode(ctx context.Context, k *kernel.Kernel, trace string, stale bool) (reason.Code, error) {
 	sym, tool, planner := k.Symbolic("policy"), k.Tool("stripe"), k.Planner("bk")
 	if _, err := sym.CommitConstraint(ctx, trace, kernel.Constraint{Name: "no_duplicate_refund", Enabled: true, BlocksField: "is_duplicate"}, 0); err != nil {
 		return "", err
@@ -56,7 +57,7 @@ func runEpisode(ctx context.Context, k *kernel.Kernel, trace string, stale bool)
 	if !fb.Committed() {
 		return fb.Code, fmt.Errorf("fallback refused: %s", fb.Code)
 	}
-	return blackboard.Code(kernel.FallbackQueueForReview), nil
+	return reason.Code(kernel.FallbackQueueForReview), nil
 }
 
 // benchEpisode measures Episode on fresh traces of one kernel over s, which

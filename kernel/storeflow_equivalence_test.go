@@ -17,6 +17,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 )
@@ -185,7 +186,7 @@ func is[I any](s store.Store) bool {
 type scriptStep struct {
 	Name     string
 	ID       string // record written, or proposal decided
-	Code     blackboard.Code
+	Code     reason.Code
 	Record   string // committed record
 	Evidence string // evidence artifact
 	Count    int    // records expired
@@ -283,7 +284,7 @@ func (s *script) write(name string, h kernel.Handle, e kernel.Entry) string {
 	return id
 }
 
-func (s *script) decide(name string, want blackboard.Code, d kernel.Decision, err error) string {
+func (s *script) decide(name string, want reason.Code, d kernel.Decision, err error) string {
 	if d.Code != want {
 		s.t.Errorf("script %s: code %s (error %v), want %s", name, d.Code, err, want)
 	}
@@ -291,7 +292,7 @@ func (s *script) decide(name string, want blackboard.Code, d kernel.Decision, er
 	return d.ProposalID
 }
 
-func (s *script) submit(name string, want blackboard.Code, p interface {
+func (s *script) submit(name string, want reason.Code, p interface {
 	Submit(context.Context, kernel.Entry) (kernel.Decision, error)
 }, e kernel.Entry) string {
 	d, err := p.Submit(s.ctx, e)
@@ -327,14 +328,14 @@ func (s *script) run() transcript {
 	s.write("percept gps conflicted, confident", tool, percept(ep1, "gps", blackboard.Payload{"conflict": true, "lat": 1.5}, c(0.8), 0))
 	s.write("percept sonar unreliable", tool, percept(ep1, "sonar", blackboard.Payload{"range": []any{3.0, 4.5}}, c(0.3), 0))
 
-	s.submit("belief committed", blackboard.CodeCommitted, planner, belief(ep1, "door_open", "door"))
-	s.submit("belief on stale evidence", blackboard.CodeStaleEvidence, planner, belief(ep1, "camera_ok", "camera"))
-	s.submit("belief on unresolved conflict", blackboard.CodeUnresolvedConflict, planner, belief(ep1, "lidar_ok", "lidar"))
-	s.submit("belief on arbitrated conflict", blackboard.CodeCommitted, planner, belief(ep1, "position_ok", "gps"))
-	s.submit("belief on low confidence", blackboard.CodeLowConfidence, planner, belief(ep1, "sonar_ok", "sonar"))
-	s.submit("belief without evidence", blackboard.CodeMissingEvidence, planner, belief(ep1, "radar_ok", "radar"))
+	s.submit("belief committed", reason.Committed, planner, belief(ep1, "door_open", "door"))
+	s.submit("belief on stale evidence", reason.StaleEvidence, planner, belief(ep1, "camera_ok", "camera"))
+	s.submit("belief on unresolved conflict", reason.UnresolvedConflict, planner, belief(ep1, "lidar_ok", "lidar"))
+	s.submit("belief on arbitrated conflict", reason.Committed, planner, belief(ep1, "position_ok", "gps"))
+	s.submit("belief on low confidence", reason.LowConfidence, planner, belief(ep1, "sonar_ok", "sonar"))
+	s.submit("belief without evidence", reason.MissingEvidence, planner, belief(ep1, "radar_ok", "radar"))
 	s.clk.advance(2 * time.Second)
-	s.submit("belief on expired evidence", blackboard.CodeStaleEvidence, planner, belief(ep1, "power_ok", "battery"))
+	s.submit("belief on expired evidence", reason.StaleEvidence, planner, belief(ep1, "power_ok", "battery"))
 
 	// Another kernel takes the trace over, as after a restart: it decides
 	// from what the store kept (its decision state, or the trace).
@@ -344,39 +345,39 @@ func (s *script) run() transcript {
 	if _, err := sym.CommitConstraint(s.ctx, ep1, kernel.Constraint{Name: "no_open_door", Enabled: true, BlocksField: "door_blocked"}, 0); err != nil {
 		s.t.Errorf("script episode constraint: %v", err)
 	}
-	feasible := s.submit("plan feasible", blackboard.CodePlanFeasible, planner, plan(with(reqs("door_open"), "door_blocked", false)))
-	s.submit("plan scriptStep without the constraint's field", "PLAN_"+blackboard.BlockedCode("no_open_door"), planner, plan(reqs("door_open")))
-	s.submit("plan blocked", "PLAN_"+blackboard.BlockedCode("no_open_door"), planner, plan(with(reqs("door_open"), "door_blocked", true)))
-	s.submit("plan missing belief", blackboard.CodePlanMissingBelief, planner, plan(reqs("bridge_down")))
-	s.submit("action committed", blackboard.CodeCommitted, planner, action(ep1, "move", with(reqs("door_open"), "door_blocked", false)))
-	s.submit("once-keyed action", blackboard.CodeCommitted, planner, action(ep1, "dock", with(reqs("door_open"), "door_blocked", false)))
-	s.submit("action using up its observation", blackboard.CodeCommitted, planner, action(ep1, "ship", with(reqs("door_open"), "door_blocked", false)))
-	s.submit("belief again on the used observation", blackboard.CodeCommitted, planner, belief(ep1, "door_open", "door"))
-	s.submit("action on the used observation", blackboard.CodeDuplicateAction, planner, action(ep1, "ship", with(reqs("door_open"), "door_blocked", false)))
-	s.submit("action ungrounded", blackboard.CodeUngroundedAction, planner, action(ep1, "move", reqs()))
-	s.submit("action blocked", blackboard.BlockedCode("no_open_door"), planner, action(ep1, "move", with(reqs("door_open"), "door_blocked", true)))
-	s.submit("fallback", blackboard.CodeCommitted, planner, action(ep1, kernel.FallbackQueueForReview,
-		with(reqs(), "reason", string(blackboard.CodeUngroundedAction))))
-	s.submit("prediction", blackboard.CodeCommitted, sim, kernel.Entry{TraceID: ep1, Slot: blackboard.Predictions, Kind: "move_outcome",
+	feasible := s.submit("plan feasible", reason.PlanFeasible, planner, plan(with(reqs("door_open"), "door_blocked", false)))
+	s.submit("plan scriptStep without the constraint's field", "PLAN_"+reason.Blocked("no_open_door"), planner, plan(reqs("door_open")))
+	s.submit("plan blocked", "PLAN_"+reason.Blocked("no_open_door"), planner, plan(with(reqs("door_open"), "door_blocked", true)))
+	s.submit("plan missing belief", reason.PlanMissingBelief, planner, plan(reqs("bridge_down")))
+	s.submit("action committed", reason.Committed, planner, action(ep1, "move", with(reqs("door_open"), "door_blocked", false)))
+	s.submit("once-keyed action", reason.Committed, planner, action(ep1, "dock", with(reqs("door_open"), "door_blocked", false)))
+	s.submit("action using up its observation", reason.Committed, planner, action(ep1, "ship", with(reqs("door_open"), "door_blocked", false)))
+	s.submit("belief again on the used observation", reason.Committed, planner, belief(ep1, "door_open", "door"))
+	s.submit("action on the used observation", reason.DuplicateAction, planner, action(ep1, "ship", with(reqs("door_open"), "door_blocked", false)))
+	s.submit("action ungrounded", reason.UngroundedAction, planner, action(ep1, "move", reqs()))
+	s.submit("action blocked", reason.Blocked("no_open_door"), planner, action(ep1, "move", with(reqs("door_open"), "door_blocked", true)))
+	s.submit("fallback", reason.Committed, planner, action(ep1, kernel.FallbackQueueForReview,
+		with(reqs(), "reason", string(reason.UngroundedAction))))
+	s.submit("prediction", reason.Committed, sim, kernel.Entry{TraceID: ep1, Slot: blackboard.Predictions, Kind: "move_outcome",
 		Payload: with(with(reqs("door_open"), "action_type", "move"), "expected_outcome", -1.0)})
-	s.submit("action with a negative prediction", blackboard.CodeNegativePrediction, planner,
+	s.submit("action with a negative prediction", reason.NegativePrediction, planner,
 		action(ep1, "move", with(with(reqs("door_open"), "require_prediction", true), "door_blocked", false)))
 	d, err := planner.Commit(s.ctx, ep1, feasible)
 	if !errors.Is(err, kernel.ErrInvalidProposal) {
 		s.t.Errorf("script: a second commit of a decided proposal: %v, want ErrInvalidProposal", err)
 	}
-	s.decide("second commit of a decided proposal", blackboard.CodeInvalidProposal, d, err)
+	s.decide("second commit of a decided proposal", reason.InvalidProposal, d, err)
 	if _, err := sym.CommitConstraint(s.ctx, ep1, kernel.Constraint{Name: "speed_limit", Enabled: true, BlocksField: "too_fast"}, blackboard.ScopePersistent); err != nil {
 		s.t.Errorf("script persistent constraint: %v", err)
 	}
 
 	s.write("percept door in ep2", tool, percept(ep2, "door", blackboard.Payload{"open": true}, nil, 0))
 	s.write("percept wind in ep2 with TTL", tool, percept(ep2, "wind", blackboard.Payload{"speed": 12.0}, nil, 500*time.Millisecond))
-	s.submit("belief in ep2", blackboard.CodeCommitted, planner, belief(ep2, "door_open", "door"))
-	s.submit("action blocked by the persistent constraint", blackboard.BlockedCode("speed_limit"), planner,
+	s.submit("belief in ep2", reason.Committed, planner, belief(ep2, "door_open", "door"))
+	s.submit("action blocked by the persistent constraint", reason.Blocked("speed_limit"), planner,
 		action(ep2, "move", with(reqs("door_open"), "too_fast", true)))
-	s.submit("action in ep2", blackboard.CodeCommitted, planner, action(ep2, "move", with(reqs("door_open"), "too_fast", false)))
-	s.submit("once-key used up in ep1", blackboard.CodeDuplicateAction, planner, action(ep2, "dock", with(reqs("door_open"), "too_fast", false)))
+	s.submit("action in ep2", reason.Committed, planner, action(ep2, "move", with(reqs("door_open"), "too_fast", false)))
+	s.submit("once-key used up in ep1", reason.DuplicateAction, planner, action(ep2, "dock", with(reqs("door_open"), "too_fast", false)))
 	s.write("pending proposal in ep2", planner, kernel.Entry{TraceID: ep2, Slot: blackboard.Beliefs, Kind: "later",
 		Payload: blackboard.Payload{"depends_on": []any{"door"}}})
 	s.clk.advance(time.Second)

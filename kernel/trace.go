@@ -16,6 +16,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/telemetry"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -110,7 +111,7 @@ func (k *Kernel) span(ctx context.Context, op, traceID string, slot blackboard.S
 
 // endSpan records the outcome on a span from [Kernel.span] and ends it:
 // an error sets the status; so does a refusal (a code that is not OK).
-func endSpan(sp trace.Span, code blackboard.Code, err error) {
+func endSpan(sp trace.Span, code reason.Code, err error) {
 	if sp == nil {
 		return
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 func TestTTLExpiry(t *testing.T) {
@@ -15,10 +16,10 @@ func TestTTLExpiry(t *testing.T) {
 		t.Fatalf("fresh percept not in view: %v", err)
 	}
 	f.clock.Advance(6 * time.Second)
-	if d := f.mustPropose(tr, blackboard.Beliefs, "refund_due", belief(true, "charge")); d.Code != blackboard.CodeStaleEvidence {
+	if d := f.mustPropose(tr, blackboard.Beliefs, "refund_due", belief(true, "charge")); d.Code != reason.StaleEvidence {
 		t.Fatalf("belief on an expired percept: %s", d.Code)
 	}
-	if r := f.get(p.ID); r.Status != blackboard.StatusExpired || r.Reason != blackboard.CodeTTLExpired {
+	if r := f.get(p.ID); r.Status != blackboard.StatusExpired || r.Reason != reason.TTLExpired {
 		t.Errorf("percept in store: %s %s", r.Status, r.Reason)
 	}
 	v, err := f.planner.View(f.ctx, tr, kernel.ViewOptions{})
@@ -31,8 +32,8 @@ func TestTTLExpiry(t *testing.T) {
 func TestTTLBoundary(t *testing.T) {
 	for _, tc := range []struct {
 		after time.Duration
-		want  blackboard.Code
-	}{{5 * time.Second, blackboard.CodeCommitted}, {5*time.Second + time.Millisecond, blackboard.CodeStaleEvidence}} {
+		want  reason.Code
+	}{{5 * time.Second, reason.Committed}, {5*time.Second + time.Millisecond, reason.StaleEvidence}} {
 		f := newFixture(t)
 		f.perceive(tr, "charge", nil, nil, 5*time.Second)
 		f.clock.Advance(tc.after)
@@ -74,22 +75,22 @@ func TestExpiredRecordsStopCounting(t *testing.T) {
 		name  string
 		setup func(f *fixture)
 		act   blackboard.Payload
-		want  blackboard.Code
+		want  reason.Code
 	}{
-		{name: "belief", want: blackboard.CodeNoCommittedBelief, act: action("refund_due"), setup: func(f *fixture) {
+		{name: "belief", want: reason.NoCommittedBelief, act: action("refund_due"), setup: func(f *fixture) {
 			f.perceive(tr, "charge", nil, nil, 0)
 			d, err := f.planner.Submit(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Beliefs, Kind: "refund_due", Payload: belief(true, "charge"), TTL: ttl})
-			if err != nil || d.Code != blackboard.CodeCommitted || f.get(d.CommittedID).Provenance.TTLMS != ttl.Milliseconds() {
+			if err != nil || d.Code != reason.Committed || f.get(d.CommittedID).Provenance.TTLMS != ttl.Milliseconds() {
 				f.t.Fatalf("belief: %s %v", d.Code, err)
 			}
 		}},
-		{name: "prediction", want: blackboard.CodeNoPrediction, act: with(action("refund_due"), "require_prediction", true), setup: func(f *fixture) {
+		{name: "prediction", want: reason.NoPrediction, act: with(action("refund_due"), "require_prediction", true), setup: func(f *fixture) {
 			f.groundedBelief(tr)
 			if d, err := f.sim.Submit(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Predictions, Kind: "o", Payload: prediction("issue_refund", 1, "refund_due"), TTL: ttl}); err != nil || !d.Committed() {
 				f.t.Fatalf("prediction: %s %v", d.Code, err)
 			}
 		}},
-		{name: "constraint", want: blackboard.CodeCommitted, act: with(action("refund_due"), "is_duplicate", true), setup: func(f *fixture) {
+		{name: "constraint", want: reason.Committed, act: with(action("refund_due"), "is_duplicate", true), setup: func(f *fixture) {
 			f.groundedBelief(tr)
 			if _, err := f.sym.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Constraints, Kind: "no_duplicate_refund",
 				Payload: blackboard.Payload{"blocks_field": "is_duplicate"}, TTL: ttl}); err != nil {
@@ -115,8 +116,8 @@ func TestExpiredRecordsStopCounting(t *testing.T) {
 		}
 		f.clock.Advance(ttl + time.Second)
 		_, err = f.planner.Commit(f.ctx, tr, p)
-		wantErr(t, err, kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal)
-		if r := f.get(p); r.Status != blackboard.StatusExpired || r.Reason != blackboard.CodeTTLExpired {
+		wantErr(t, err, kernel.ErrInvalidProposal, reason.InvalidProposal)
+		if r := f.get(p); r.Status != blackboard.StatusExpired || r.Reason != reason.TTLExpired {
 			t.Errorf("expired proposal in store: %s %s", r.Status, r.Reason)
 		}
 		if f.store.Len() != 2 {
@@ -151,14 +152,14 @@ func TestDerivedFlags(t *testing.T) {
 			constrain  bool
 			slot       blackboard.Slot
 			payload    blackboard.Payload
-			want       blackboard.Code
+			want       reason.Code
 			wantFlagOn bool
 		}{
-			{"unconstrained action commits", false, blackboard.Actions, action("refund_due"), blackboard.CodeCommitted, true},
-			{"action blocked", true, blackboard.Actions, action("refund_due"), blackboard.BlockedCode(tc.constraint), false},
-			{"plan blocked", true, blackboard.Plans, plan(step("issue_refund", "refund_due")), "PLAN_" + blackboard.BlockedCode(tc.constraint), false},
-			{"action clears flag", false, blackboard.Actions, with(action("refund_due"), tc.flag, false), blackboard.CodeFieldMismatch, false},
-			{"plan clears flag", true, blackboard.Plans, plan(with(step("issue_refund", "refund_due"), tc.flag, false)), blackboard.CodeFieldMismatch, false},
+			{"unconstrained action commits", false, blackboard.Actions, action("refund_due"), reason.Committed, true},
+			{"action blocked", true, blackboard.Actions, action("refund_due"), reason.Blocked(tc.constraint), false},
+			{"plan blocked", true, blackboard.Plans, plan(step("issue_refund", "refund_due")), "PLAN_" + reason.Blocked(tc.constraint), false},
+			{"action clears flag", false, blackboard.Actions, with(action("refund_due"), tc.flag, false), reason.FieldMismatch, false},
+			{"plan clears flag", true, blackboard.Plans, plan(with(step("issue_refund", "refund_due"), tc.flag, false)), reason.FieldMismatch, false},
 		} {
 			t.Run(tc.flag+"/"+v.name, func(t *testing.T) {
 				f := newFixture(t)
@@ -188,7 +189,7 @@ func TestDerivedFlags(t *testing.T) {
 		f.constrain(tr, "block_"+c, c)
 	}
 	d := f.mustPropose(tr, blackboard.Actions, "issue_refund", with(action("refund_due"), "uses_stale_data", false))
-	if d.Code != blackboard.CodeCommitted {
+	if d.Code != reason.Committed {
 		t.Fatalf("clean action: %s", d.Code)
 	}
 	for _, c := range []string{"uses_stale_data", "uses_conflicted_data", "uses_low_confidence_data", "has_negative_prediction"} {
@@ -227,7 +228,7 @@ func TestLateEvidence(t *testing.T) {
 					kind, payload = "action_plan", plan(step("issue_refund", "refund_due"))
 				}
 				d := f.mustPropose(tr, slot, kind, payload)
-				if d.Code != blackboard.CodeStaleEvidence || d.Failed != failed || d.RootCause().Record != failed {
+				if d.Code != reason.StaleEvidence || d.Failed != failed || d.RootCause().Record != failed {
 					t.Errorf("%s: %s failed %q root %+v, want STALE_EVIDENCE on %s", slot, d.Code, d.Failed, d.RootCause(), failed)
 				}
 			})

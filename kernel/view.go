@@ -8,6 +8,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/telemetry"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"go.opentelemetry.io/otel/attribute"
 )
@@ -61,7 +62,7 @@ func (k *Kernel) view(ctx context.Context, traceID string, opts ViewOptions) (v 
 		}()
 	}
 	if err := checkName("trace id", traceID); err != nil {
-		return View{}, newErr("view", "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, err.Error())
+		return View{}, newErr("view", "", reason.InvalidInput, blackboard.ErrInvalidInput, err.Error())
 	}
 	nowMS := k.nowMS()
 	if _, ok := k.store.(store.StateStore); ok {
@@ -249,7 +250,7 @@ func (k *Kernel) Expire(ctx context.Context, traceID string) (n int, err error) 
 		}()
 	}
 	if err := checkName("trace id", traceID); err != nil {
-		return 0, newErr("expire", "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, err.Error())
+		return 0, newErr("expire", "", reason.InvalidInput, blackboard.ErrInvalidInput, err.Error())
 	}
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		snap, err := k.loadForWrite(ctx, traceID, false)
@@ -266,7 +267,7 @@ func (k *Kernel) Expire(ctx context.Context, traceID string) (n int, err error) 
 		var inv []store.Invalidation
 		for i := range recs {
 			if r := &recs[i]; r.Status == blackboard.StatusActive && r.ExpiredAt(snap.nowMS) {
-				inv = append(inv, store.Invalidation{ID: r.ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired})
+				inv = append(inv, store.Invalidation{ID: r.ID, Status: blackboard.StatusExpired, Reason: reason.TTLExpired})
 			}
 		}
 		if len(inv) == 0 {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // episode is what the paper's deterministic bk agent decides in one trace.
@@ -26,15 +27,15 @@ func (f *fixture) refundEpisode(trace string, charge blackboard.Payload, conf *f
 	e.belief = f.mustPropose(trace, blackboard.Beliefs, "refund_due", belief(true, "charge"))
 	e.plan = f.mustPropose(trace, blackboard.Plans, "action_plan",
 		plan(with(step("issue_refund", "refund_due"), "is_duplicate", false)))
-	reason := e.plan.Code
+	why := e.plan.Code
 	if e.plan.Committed() {
 		e.action = f.mustPropose(trace, blackboard.Actions, "issue_refund",
 			with(action("refund_due"), "charge_id", "ch_1", "amount", 149.99, "is_duplicate", false))
-		reason = e.action.Code
+		why = e.action.Code
 	}
 	if !e.action.Committed() {
 		e.fallback = f.mustPropose(trace, blackboard.Actions, kernel.FallbackQueueForReview,
-			blackboard.Payload{"reason": string(reason)})
+			blackboard.Payload{"reason": string(why)})
 	}
 	return e
 }
@@ -44,22 +45,22 @@ func TestPaperWalkthroughs(t *testing.T) {
 		name        string
 		charge      blackboard.Payload
 		conf        *float64
-		beliefCode  blackboard.Code
+		beliefCode  reason.Code
 		arbitrated  bool
-		planCode    blackboard.Code
+		planCode    reason.Code
 		refunded    bool
-		fallbackWhy blackboard.Code
+		fallbackWhy reason.Code
 	}{
 		// §7.1 / §10.4: stale evidence never becomes a belief; the plan
 		// fails feasibility and the agent falls back to review.
 		{name: "7.1 stale", charge: blackboard.Payload{"stale": true},
-			beliefCode: blackboard.CodeStaleEvidence, planCode: blackboard.CodePlanMissingBelief, fallbackWhy: blackboard.CodePlanMissingBelief},
+			beliefCode: reason.StaleEvidence, planCode: reason.PlanMissingBelief, fallbackWhy: reason.PlanMissingBelief},
 		// §10.5: a conflict at confidence 0.8 >= 0.7 is arbitrated.
 		{name: "7.2 conflict arbitrated", charge: blackboard.Payload{"conflict": true}, conf: new(0.8),
-			beliefCode: blackboard.CodeCommitted, arbitrated: true, planCode: blackboard.CodePlanFeasible, refunded: true},
+			beliefCode: reason.Committed, arbitrated: true, planCode: reason.PlanFeasible, refunded: true},
 		// §7.2: at 0.3 the conflict stays unresolved.
 		{name: "7.2 conflict unresolved", charge: blackboard.Payload{"conflict": true}, conf: new(0.3),
-			beliefCode: blackboard.CodeUnresolvedConflict, planCode: blackboard.CodePlanMissingBelief, fallbackWhy: blackboard.CodePlanMissingBelief},
+			beliefCode: reason.UnresolvedConflict, planCode: reason.PlanMissingBelief, fallbackWhy: reason.PlanMissingBelief},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
@@ -68,7 +69,7 @@ func TestPaperWalkthroughs(t *testing.T) {
 				t.Fatalf("belief %s, plan %s; want %s, %s", e.belief.Code, e.plan.Code, tc.beliefCode, tc.planCode)
 			}
 			if tc.refunded {
-				if e.action.Code != blackboard.CodeCommitted || e.fallback.Code != "" {
+				if e.action.Code != reason.Committed || e.fallback.Code != "" {
 					t.Fatalf("refund %s, fallback %q", e.action.Code, e.fallback.Code)
 				}
 				ev := f.get(e.belief.EvidenceID)
@@ -88,7 +89,7 @@ func TestPaperWalkthroughs(t *testing.T) {
 			if e.action.ProposalID != "" {
 				t.Errorf("refund proposed after an infeasible plan")
 			}
-			if e.fallback.Code != blackboard.CodeCommitted || f.get(e.fallback.CommittedID).Payload["reason"] != string(tc.fallbackWhy) {
+			if e.fallback.Code != reason.Committed || f.get(e.fallback.CommittedID).Payload["reason"] != string(tc.fallbackWhy) {
 				t.Errorf("fallback %s %v", e.fallback.Code, f.get(e.fallback.CommittedID).Payload)
 			}
 			// Nothing was committed in the belief or plan slots, and no

@@ -6,8 +6,8 @@ import (
 	"math"
 	"slices"
 
-	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/failure"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // Assertion is one statement of a [Finding]: what it is about, its value, the
@@ -42,23 +42,7 @@ type Finding struct {
 }
 
 // Codes of a refused finding.
-const (
-	// CodeFindingInvalid: an assertion without a kind, or with a confidence
-	// outside [0, 1]; a failure without a status.
-	CodeFindingInvalid = blackboard.Code("FINDING_INVALID")
-	// CodeFindingMissingAssertion: an assertion kind the contract requires is
-	// absent.
-	CodeFindingMissingAssertion = blackboard.Code("FINDING_MISSING_ASSERTION")
-	// CodeFindingLowConfidence: an assertion below the contract's minimum
-	// confidence.
-	CodeFindingLowConfidence = blackboard.Code("FINDING_LOW_CONFIDENCE")
-	// CodeFindingNoEvidence: the contract wants evidence and an assertion
-	// cites none.
-	CodeFindingNoEvidence = blackboard.Code("FINDING_NO_EVIDENCE")
-	// CodeFindingUnresolvedEvidence: an assertion cites a record that is not in
-	// the trace.
-	CodeFindingUnresolvedEvidence = blackboard.Code("FINDING_UNRESOLVED_EVIDENCE")
-)
+const ()
 
 // ErrFindingRefused is wrapped by the [Error] of every refused finding,
 // whose Code says why.
@@ -66,7 +50,7 @@ var ErrFindingRefused = errors.New("orchestrator: finding refused")
 
 // refusal is the Error refusing a finding: the code, the assertion kind
 // it is about ("" for none), and what is wrong.
-func refusal(code blackboard.Code, assertion, format string, a ...any) *Error {
+func refusal(code reason.Code, assertion, format string, a ...any) *Error {
 	detail := fmt.Sprintf(format, a...)
 	err := fmt.Errorf("%w (%s): %s", ErrFindingRefused, code, detail)
 	if assertion != "" {
@@ -97,32 +81,32 @@ func (c FindingContract) check(f Finding, resolve func(id string) bool) *Error {
 	refuse := refusal
 	for i, cl := range f.Assertions {
 		if cl.Kind == "" {
-			return refuse(CodeFindingInvalid, "", "assertion %d has no kind", i)
+			return refuse(reason.FindingInvalid, "", "assertion %d has no kind", i)
 		}
 		if math.IsNaN(cl.Confidence) || cl.Confidence < 0 || cl.Confidence > 1 {
-			return refuse(CodeFindingInvalid, cl.Kind, "confidence %v outside [0, 1]", cl.Confidence)
+			return refuse(reason.FindingInvalid, cl.Kind, "confidence %v outside [0, 1]", cl.Confidence)
 		}
 	}
 	for i, fl := range f.Failures {
 		if fl.Status() == "" {
-			return refuse(CodeFindingInvalid, "", "failure %d is untyped", i)
+			return refuse(reason.FindingInvalid, "", "failure %d is untyped", i)
 		}
 	}
 	for _, kind := range c.Require {
 		if !slices.ContainsFunc(f.Assertions, func(cl Assertion) bool { return cl.Kind == kind }) {
-			return refuse(CodeFindingMissingAssertion, kind, "the contract requires a %q assertion", kind)
+			return refuse(reason.FindingMissingAssertion, kind, "the contract requires a %q assertion", kind)
 		}
 	}
 	for _, cl := range f.Assertions {
 		if cl.Confidence < c.MinConfidence {
-			return refuse(CodeFindingLowConfidence, cl.Kind, "confidence %v below the contract's %v", cl.Confidence, c.MinConfidence)
+			return refuse(reason.FindingLowConfidence, cl.Kind, "confidence %v below the contract's %v", cl.Confidence, c.MinConfidence)
 		}
 		if c.Evidence && len(cl.Evidence) == 0 {
-			return refuse(CodeFindingNoEvidence, cl.Kind, "the assertion cites no record")
+			return refuse(reason.FindingNoEvidence, cl.Kind, "the assertion cites no record")
 		}
 		for _, id := range cl.Evidence {
 			if resolve == nil || !resolve(id) {
-				return refuse(CodeFindingUnresolvedEvidence, cl.Kind, "evidence %q is not a record of the trace", id)
+				return refuse(reason.FindingUnresolvedEvidence, cl.Kind, "evidence %q is not a record of the trace", id)
 			}
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/internal/telemetry"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // Sentinel errors. Errors returned by this package wrap one of these (or
@@ -90,7 +91,7 @@ type Error struct {
 	Phase    Phase
 	Round    int
 	// Code types a refused finding (CodeFinding...); "" otherwise.
-	Code blackboard.Code
+	Code reason.Code
 	// Err is what the worker returned or reported, the panic turned into
 	// an error, or the refusal.
 	Err error

@@ -14,6 +14,7 @@ import (
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // writer is the planner writer the orchestrator commits review actions
@@ -344,7 +345,7 @@ func (rt *runner) checkFinding(ctx context.Context, sc *StepContext, e entry, ro
 	f.WorkerID, f.Round = e.id, round
 	if len(f.Failures) > 0 {
 		if f.Failures[0].Status() == "" {
-			r := refusal(CodeFindingInvalid, "", "failure 0 is untyped")
+			r := refusal(reason.FindingInvalid, "", "failure 0 is untyped")
 			r.WorkerID = e.id
 			return r, nil
 		}
@@ -425,13 +426,13 @@ func (rt *runner) snapshotFor(id string) budget.Snapshot {
 // stopLimit stops the run on a budget's or the loop guard's refusal,
 // recording it.
 func (rt *runner) stopLimit(ctx context.Context, workerID string, round int, err error) error {
-	var reason *budget.Refusal
-	if !errors.As(err, &reason) {
-		reason = &budget.Refusal{}
+	var why *budget.Refusal
+	if !errors.As(err, &why) {
+		why = &budget.Refusal{}
 	}
-	st := &Stop{WorkerID: workerID, Round: round, Reason: reason}
+	st := &Stop{WorkerID: workerID, Round: round, Reason: why}
 	rt.stop, rt.end = st, EndBudgetExceeded
-	if reason.Code == budget.CodeLoopDetected {
+	if why.Code == reason.LoopDetected {
 		rt.end = EndLoopDetected
 	}
 	if err := rt.closingState(ctx, st, round); err != nil {
@@ -507,11 +508,11 @@ func (rt *runner) recordRepair(ctx context.Context, r *Repair) error {
 }
 
 // statusCode is a failure's status as a code.
-func statusCode(f failure.Failure) blackboard.Code {
+func statusCode(f failure.Failure) reason.Code {
 	if f.Status() == "" {
-		return blackboard.Code(failure.StatusUnknown)
+		return reason.Code(failure.StatusUnknown)
 	}
-	return blackboard.Code(f.Status())
+	return reason.Code(f.Status())
 }
 
 // stopFailure stops the run on a decision not to retry: an escalation

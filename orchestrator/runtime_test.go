@@ -15,6 +15,7 @@ import (
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // sleeps records the waits the orchestrator asked for and returns at
@@ -180,7 +181,7 @@ func TestRepairRoutes(t *testing.T) {
 			}
 			// The decision is on the blackboard.
 			recs := decisions(t, c.k, "t", "worker:coder")
-			if len(recs) != 1 || recs[0].ID != r.DecisionID || recs[0].Code != blackboard.Code(tc.status) ||
+			if len(recs) != 1 || recs[0].ID != r.DecisionID || recs[0].Code != reason.Code(tc.status) ||
 				recs[0].Context["route"] != string(tc.route) || recs[0].Detail != r.Remedy.Reason {
 				t.Errorf("decision records %+v", recs)
 			}
@@ -354,7 +355,7 @@ func TestRoundBudget(t *testing.T) {
 		t.Fatalf("outcome %s rounds %d stop %+v", res.End, res.Rounds, st)
 	}
 	recs := decisions(t, k, "t", "round")
-	if len(recs) != 1 || recs[0].Code != budget.CodeBudgetExceeded || recs[0].ID != st.DecisionID || recs[0].Outcome != audit.OutcomeRefused {
+	if len(recs) != 1 || recs[0].Code != reason.BudgetExceeded || recs[0].ID != st.DecisionID || recs[0].Outcome != audit.OutcomeRefused {
 		t.Errorf("records %+v", recs)
 	}
 	if len(res.States) != 3 {
@@ -397,7 +398,7 @@ func TestLaneBudgetStopsTheRun(t *testing.T) {
 		t.Errorf("lanes %s %s parent %+v", ls.RunID, os.RunID, ls.Parent)
 	}
 	recs := decisions(t, k, "t", "worker:w")
-	if len(recs) != 1 || recs[0].Code != budget.CodeBudgetExceeded {
+	if len(recs) != 1 || recs[0].Code != reason.BudgetExceeded {
 		t.Fatalf("records %+v", recs)
 	}
 	if snap, _ := recs[0].Context["budget"].(map[string]any); snap["run_id"] != "t/w" {
@@ -423,7 +424,7 @@ func TestNoProgressStopsTheLoop(t *testing.T) {
 	if len(res.States) != 2 || res.States[0].Loop != 0 || res.States[1].Loop != 0.5 {
 		t.Errorf("states %+v", res.States)
 	}
-	if recs := decisions(t, k, "t", "round"); len(recs) != 1 || recs[0].Code != budget.CodeLoopDetected {
+	if recs := decisions(t, k, "t", "round"); len(recs) != 1 || recs[0].Code != reason.LoopDetected {
 		t.Errorf("records %+v", recs)
 	}
 	// A worker that writes each round makes progress.
@@ -522,30 +523,30 @@ func TestFindingContract(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		bad  func(ev string) []orchestrator.Assertion
-		code blackboard.Code
+		code reason.Code
 	}{
 		{"missing assertion", func(ev string) []orchestrator.Assertion {
 			return []orchestrator.Assertion{{Kind: "auth", Evidence: []string{ev}, Confidence: 1}}
 		},
-			orchestrator.CodeFindingMissingAssertion},
+			reason.FindingMissingAssertion},
 		{"low confidence", func(ev string) []orchestrator.Assertion {
 			c := good(ev)
 			c.Confidence = 0.4
 			return []orchestrator.Assertion{c}
-		}, orchestrator.CodeFindingLowConfidence},
-		{"no assertions", func(string) []orchestrator.Assertion { return nil }, orchestrator.CodeFindingMissingAssertion},
+		}, reason.FindingLowConfidence},
+		{"no assertions", func(string) []orchestrator.Assertion { return nil }, reason.FindingMissingAssertion},
 		{"evidence cited nowhere", func(string) []orchestrator.Assertion {
 			c := good("x")
 			c.Evidence = nil
 			return []orchestrator.Assertion{c}
-		}, orchestrator.CodeFindingNoEvidence},
+		}, reason.FindingNoEvidence},
 		{"hallucinated evidence", func(string) []orchestrator.Assertion { return []orchestrator.Assertion{good("percepts:t:99")} },
-			orchestrator.CodeFindingUnresolvedEvidence},
+			reason.FindingUnresolvedEvidence},
 		{"confidence out of range", func(ev string) []orchestrator.Assertion {
 			c := good(ev)
 			c.Confidence = 1.5
 			return []orchestrator.Assertion{c}
-		}, orchestrator.CodeFindingInvalid},
+		}, reason.FindingInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k := newKernel(t)

@@ -15,6 +15,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -204,12 +205,12 @@ func (sh *shop) traffic(t *testing.T, trace string) {
 	t.Helper()
 	ctx := context.Background()
 	sh.call(t, trace, "lookup", `{"account":"acc-1"}`)
-	if res := sh.call(t, trace, "charge", `{"account":"acc-1","card":"4111111111111111","amount":50}`); res.Code != toolgate.CodeEffectSucceeded {
+	if res := sh.call(t, trace, "charge", `{"account":"acc-1","card":"4111111111111111","amount":50}`); res.Code != reason.EffectSucceeded {
 		t.Fatalf("charge of 50: %+v", res)
 	}
 	sh.call(t, trace, "lookup", `{"account":"acc-2"}`)
 	sh.fail = true
-	if res := sh.call(t, trace, "charge", `{"account":"acc-2","card":"4111111111111111","amount":60}`); res.Code != toolgate.CodeEffectFailed {
+	if res := sh.call(t, trace, "charge", `{"account":"acc-2","card":"4111111111111111","amount":60}`); res.Code != reason.EffectFailed {
 		t.Fatalf("declined charge: %+v", res)
 	}
 	sh.call(t, trace, "lookup", `{"account":"acc-3"}`)
@@ -221,7 +222,7 @@ func (sh *shop) traffic(t *testing.T, trace string) {
 	if _, err := sh.g.Approver("manager").Decide(ctx, audit.Approval{TraceID: trace, ActionID: res.ActionID, Digest: res.ArgsDigest, Decision: audit.Approved, Note: "ok"}); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := sh.g.Resume(ctx, trace, res.ActionID, json.RawMessage(big)); err != nil || res.Code != toolgate.CodeEffectSucceeded {
+	if res, err := sh.g.Resume(ctx, trace, res.ActionID, json.RawMessage(big)); err != nil || res.Code != reason.EffectSucceeded {
 		t.Fatalf("approved charge: %+v %v", res, err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/blackboardkernel/bk/internal/rebuild"
 	"github.com/blackboardkernel/bk/internal/snapshot"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/rules"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -230,13 +231,13 @@ func (r *replayer) effect(_ context.Context, inv toolgate.Invocation) (blackboar
 		return out, nil
 	}
 	switch eff.Code {
-	case toolgate.CodeRetriesExhausted:
+	case reason.RetriesExhausted:
 		return nil, toolgate.Retryable(toolgate.Recordable(errors.New(eff.Error))) // one attempt allowed: exhausted at once
-	case toolgate.CodeOutputInvalid:
+	case reason.OutputInvalid:
 		return blackboard.Payload{audit.KeyEffect: "reserved"}, nil // what the gate refuses as output
-	case toolgate.CodeEffectFailed:
+	case reason.EffectFailed:
 	default:
-		r.note("%s: the recorded failure %s of %s is replayed as %s", inv.Tool, eff.Code, r.current, toolgate.CodeEffectFailed)
+		r.note("%s: the recorded failure %s of %s is replayed as %s", inv.Tool, eff.Code, r.current, reason.EffectFailed)
 	}
 	// The recorded text is what the gate may store already: recorded
 	// again as it is.

@@ -7,6 +7,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/rules"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -91,12 +92,12 @@ type Comparison struct {
 	Stage string `json:"stage"`
 	// Recorded and RecordedCode are the recorded decision's outcome and
 	// code; empty for an [Extra] decision.
-	Recorded     audit.Outcome   `json:"recorded,omitempty"`
-	RecordedCode blackboard.Code `json:"recorded_code,omitempty"`
+	Recorded     audit.Outcome `json:"recorded,omitempty"`
+	RecordedCode reason.Code   `json:"recorded_code,omitempty"`
 	// Replay and ReplayCode are the replay's; empty for a [Missing] one.
-	Replay     audit.Outcome   `json:"replay,omitempty"`
-	ReplayCode blackboard.Code `json:"replay_code,omitempty"`
-	Match      Match           `json:"match"`
+	Replay     audit.Outcome `json:"replay,omitempty"`
+	ReplayCode reason.Code   `json:"replay_code,omitempty"`
+	Match      Match         `json:"match"`
 }
 
 // Report is what a replay found: every decision of the trace, recorded

@@ -16,6 +16,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/snapshot"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/replay"
 	"github.com/blackboardkernel/bk/rules"
 	"github.com/blackboardkernel/bk/store"
@@ -90,7 +91,7 @@ func TestTightenedRuleChangesExactlyTheLargeRefunds(t *testing.T) {
 			switch {
 			case large[d.Subject] && d.Kind == "issue_refund":
 				want[d.RecordID] = replay.Changed
-			case d.Code == blackboard.CodeDuplicateAction && large[d.Failed]:
+			case d.Code == reason.DuplicateAction && large[d.Failed]:
 				want[d.RecordID] = replay.Changed
 			case len(d.EvidenceRefs) > 0 && large[d.EvidenceRefs[0]] && d.Subject != "" && !strings.HasPrefix(d.Subject, "actions:") && !strings.HasPrefix(d.Subject, "actions@"):
 				want[d.RecordID] = replay.Missing // the refund's result or escalation
@@ -111,8 +112,8 @@ func TestTightenedRuleChangesExactlyTheLargeRefunds(t *testing.T) {
 				continue
 			}
 			got[d.Record] = d.Match
-			if d.Match == replay.Changed && (d.Replay != audit.OutcomeRefused || d.ReplayCode != blackboard.CodeRuleViolated) {
-				t.Errorf("%s: %s changed to %+v, want refused %s", trace, d.Record, d.Replay, blackboard.CodeRuleViolated)
+			if d.Match == replay.Changed && (d.Replay != audit.OutcomeRefused || d.ReplayCode != reason.RuleViolated) {
+				t.Errorf("%s: %s changed to %+v, want refused %s", trace, d.Record, d.Replay, reason.RuleViolated)
 			}
 			if d.Match == replay.Changed {
 				changedTotal++
@@ -190,7 +191,7 @@ func TestWithConstraint(t *testing.T) {
 	changed := 0
 	for _, d := range rep.Decisions {
 		if d.Stage == "call" && d.Tool == "charge" {
-			if d.Match != replay.Changed || d.ReplayCode != blackboard.BlockedCode("no_charges") {
+			if d.Match != replay.Changed || d.ReplayCode != reason.Blocked("no_charges") {
 				t.Errorf("charge %+v, want blocked", d)
 			}
 			changed++
@@ -340,10 +341,10 @@ func TestControlsAndContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := sh.g.Call(ctx, toolgate.Call{Tool: "lookup", Args: json.RawMessage(`{"account":"acc-1"}`), Caller: "clerk", TraceID: "ro", Context: cc.ID})
-	if err != nil || res.Code != toolgate.CodeEffectSucceeded {
+	if err != nil || res.Code != reason.EffectSucceeded {
 		t.Fatalf("lookup: %+v %v", res, err)
 	}
-	if res := sh.call(t, "ro", "charge", `{"account":"acc-1","card":"4111111111111111","amount":50}`); res.Code != toolgate.CodeReadOnlyMode {
+	if res := sh.call(t, "ro", "charge", `{"account":"acc-1","card":"4111111111111111","amount":50}`); res.Code != reason.ReadOnlyMode {
 		t.Fatalf("charge: %+v", res)
 	}
 	rep, err := replay.Trace(ctx, sh.s, "shop", "ro")
@@ -358,11 +359,11 @@ func TestControlsAndContext(t *testing.T) {
 	if len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], "holds no arguments") {
 		t.Errorf("notes %q", rep.Notes)
 	}
-	codes := map[blackboard.Code]bool{}
+	codes := map[reason.Code]bool{}
 	for _, d := range rep.Decisions {
 		codes[d.ReplayCode] = true
 	}
-	if !codes[toolgate.CodeReadOnlyMode] || !codes[blackboard.CodeCommitted] {
+	if !codes[reason.ReadOnlyMode] || !codes[reason.Committed] {
 		t.Errorf("replayed codes %v, want COMMITTED and READ_ONLY_MODE", codes)
 	}
 }
@@ -379,7 +380,7 @@ func TestTwoPolicies(t *testing.T) {
 	}
 	second := newShopOn(t, first.s, cap10)
 	second.call(t, "o", "lookup", `{"account":"acc-2"}`)
-	if res := second.call(t, "o", "charge", `{"account":"acc-2","card":"4111111111111111","amount":50}`); res.Code != blackboard.CodeRuleViolated {
+	if res := second.call(t, "o", "charge", `{"account":"acc-2","card":"4111111111111111","amount":50}`); res.Code != reason.RuleViolated {
 		t.Fatalf("charge under the cap: %+v", res)
 	}
 	rep, err := replay.Trace(context.Background(), first.s, "shop", "o")
@@ -404,7 +405,7 @@ func TestLoosenedRuleExtra(t *testing.T) {
 	}
 	sh := newShop(t, cap10)
 	sh.call(t, "o", "lookup", `{"account":"acc-1"}`)
-	if res := sh.call(t, "o", "charge", `{"account":"acc-1","card":"4111111111111111","amount":50}`); res.Code != blackboard.CodeRuleViolated {
+	if res := sh.call(t, "o", "charge", `{"account":"acc-1","card":"4111111111111111","amount":50}`); res.Code != reason.RuleViolated {
 		t.Fatalf("charge: %+v", res)
 	}
 	before := sh.effects
@@ -419,10 +420,10 @@ func TestLoosenedRuleExtra(t *testing.T) {
 		t.Fatalf("%+v\n%+v", rep.Counts, rep.Decisions)
 	}
 	first, last := rep.Decisions[rep.First], rep.Decisions[len(rep.Decisions)-1]
-	if first.Tool != "charge" || first.ReplayCode != blackboard.CodeCommitted || first.RecordedCode != blackboard.CodeRuleViolated {
+	if first.Tool != "charge" || first.ReplayCode != reason.Committed || first.RecordedCode != reason.RuleViolated {
 		t.Errorf("first divergence %+v", first)
 	}
-	if last.Match != replay.Extra || last.Record != "" || last.ReplayCode != toolgate.CodeEffectFailed {
+	if last.Match != replay.Extra || last.Record != "" || last.ReplayCode != reason.EffectFailed {
 		t.Errorf("last decision %+v, want the extra failed effect", last)
 	}
 	if len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], "no recorded result") {

@@ -8,6 +8,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/replay"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -60,11 +61,11 @@ func TestScopedRequestReplayed(t *testing.T) {
 	if rep.First >= 0 || rep.Counts[replay.Same] != len(recordedDecisions(t, s, "r")) {
 		t.Fatalf("%+v %q\n%+v", rep.Counts, rep.Notes, rep.Decisions)
 	}
-	codes := map[blackboard.Code]int{}
+	codes := map[reason.Code]int{}
 	for _, d := range rep.Decisions {
 		codes[d.ReplayCode]++
 	}
-	if codes[toolgate.CodeOutOfScope] != 1 || codes[toolgate.CodeEffectSucceeded] != 3 {
+	if codes[reason.OutOfScope] != 1 || codes[reason.EffectSucceeded] != 3 {
 		t.Fatalf("replayed codes %v, want one OUT_OF_SCOPE and three EFFECT_SUCCEEDED", codes)
 	}
 	waived, err := replay.Trace(ctx, s, "shop", "r", replay.WithTool("charge", func(tp *toolgate.Tool) { tp.Scope, tp.Unscoped = nil, true }))

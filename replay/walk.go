@@ -12,6 +12,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/snapshot"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -67,7 +68,7 @@ type replayer struct {
 // outcome is what one decision came to, on one side.
 type outcome struct {
 	o    audit.Outcome
-	code blackboard.Code
+	code reason.Code
 }
 
 // item is one decision on one side, before pairing.
@@ -96,7 +97,7 @@ func (r *replayer) close() {
 	r.store.Close()
 }
 
-func (r *replayer) fail(sentinel error, record, policy, reason string, cause error) error {
+func (r *replayer) fail(sentinel error, record, policy, why string, cause error) error {
 	msg := fmt.Sprintf("trace %q", r.trace)
 	if policy != "" {
 		msg += ", policy " + policy
@@ -104,8 +105,8 @@ func (r *replayer) fail(sentinel error, record, policy, reason string, cause err
 	if record != "" {
 		msg += ", record " + record
 	}
-	if reason != "" {
-		msg += ": " + reason
+	if why != "" {
+		msg += ": " + why
 	}
 	if cause != nil {
 		return fmt.Errorf("%w: %s: %w", sentinel, msg, cause)

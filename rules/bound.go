@@ -8,6 +8,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/expr"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // reads reports which of the shared variables a compiled rule refers to.
@@ -27,7 +28,7 @@ func reads(ast *cel.Ast) (percepts, beliefs bool) {
 // run can read against the bounds: own (the proposal's payload, when a
 // rule reads it), the grounding beliefs, and the trace's percepts and
 // beliefs when a rule reads them. A payload out of bounds refuses the
-// proposal with [CodeInputTooLarge], naming rule (the first that would
+// proposal with [reason.RuleInputTooLarge], naming rule (the first that would
 // have run) and the value. It builds the percept and belief maps the rules
 // then read.
 func (in *input) bounded(rules []*rule, rule, where string, own blackboard.Payload, grounds ...blackboard.Record) kernel.Cause {
@@ -40,7 +41,7 @@ func (in *input) bounded(rules []*rule, rule, where string, own blackboard.Paylo
 // checkBounds is [input.bounded]'s work.
 func (in *input) checkBounds(rules []*rule, rule, where string, own blackboard.Payload, grounds ...blackboard.Record) kernel.Cause {
 	refuse := func(what, problem string) kernel.Cause {
-		return kernel.Cause{Code: CodeInputTooLarge, Rule: rule,
+		return kernel.Cause{Code: reason.RuleInputTooLarge, Rule: rule,
 			Detail: fmt.Sprintf("%s: %s holds %s; a rule is given at most %d entries a list or object, %d bytes a string, %d levels and %d values a payload",
 				where, what, problem, expr.MaxElements, expr.MaxStringBytes, expr.MaxDepth, expr.MaxValues)}
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/rules"
 )
 
@@ -21,7 +22,7 @@ func TestViolationNamesClause(t *testing.T) {
 	p := refund(50.0)
 	p["currency"] = "USD"
 	d, v := h.propose(tr, blackboard.Actions, "issue_refund", p)
-	refused(t, "refund in the wrong currency", d, v, blackboard.CodeRuleViolated, "refund_matches_charge",
+	refused(t, "refund in the wrong currency", d, v, reason.RuleViolated, "refund_matches_charge",
 		"rule is false: "+expr,
 		"clause 2 of 2 is false: action.currency == percepts.charge.currency",
 		`action.currency = "USD"`, `percepts.charge.currency = "EUR"`)
@@ -59,7 +60,7 @@ func TestViolationClauses(t *testing.T) {
 			p := refund(50.0)
 			p["reason"], p["tags"] = "late", []string{"vip"}
 			d, v := h.propose(tr, blackboard.Actions, "issue_refund", p)
-			refused(t, tc.name, d, v, blackboard.CodeRuleViolated, "r", tc.want...)
+			refused(t, tc.name, d, v, reason.RuleViolated, "r", tc.want...)
 			for _, s := range tc.not {
 				if strings.Contains(v.Detail, s) {
 					t.Errorf("detail %q mentions %q", v.Detail, s)
@@ -78,7 +79,7 @@ func TestViolationValueBounded(t *testing.T) {
 	p := refund(1.0)
 	p["note"] = strings.Repeat("é", 5000)
 	d, v := h.propose(tr, blackboard.Actions, "issue_refund", p)
-	refused(t, "long note", d, v, blackboard.CodeRuleViolated, "short_note", "size(action.note) < 10", "…")
+	refused(t, "long note", d, v, reason.RuleViolated, "short_note", "size(action.note) < 10", "…")
 	if len(v.Detail) > 400 {
 		t.Errorf("detail of %d bytes: a value is not bounded", len(v.Detail))
 	}
@@ -100,7 +101,7 @@ func TestViolationValuesBounded(t *testing.T) {
 		p[fmt.Sprintf("f%02d", i)] = 1.0
 	}
 	d, v := h.propose(tr, blackboard.Actions, "issue_refund", p)
-	refused(t, "twenty fields", d, v, blackboard.CodeRuleViolated, "sum", "action.f15 = 1, and 4 more")
+	refused(t, "twenty fields", d, v, reason.RuleViolated, "sum", "action.f15 = 1, and 4 more")
 	if strings.Contains(v.Detail, "action.f16 = ") {
 		t.Errorf("detail shows more than 16 values: %q", v.Detail)
 	}

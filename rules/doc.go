@@ -52,7 +52,7 @@
 // # Fail closed
 //
 // A rule that evaluates to false rejects the proposal with
-// [blackboard.CodeRuleViolated]; the verdict names the rule, and its
+// [reason.RuleViolated]; the verdict names the rule, and its
 // detail holds the whole expression, the clause that was false and the
 // values that clause read:
 //
@@ -65,7 +65,7 @@
 // 200 bytes, "(absent)" for a missing field, the first 16 of them. Only a false rule pays for
 // this: its clauses, compiled by [New], are evaluated again on the
 // refusal. A rule that cannot be evaluated rejects it with
-// [blackboard.CodeRuleError] and the error as detail: a missing field or
+// [reason.RuleError] and the error as detail: a missing field or
 // percept ("no such key"), a type mismatch, a result that is not a bool,
 // or a cancelled context. A
 // rule never lets a proposal through because it could not decide. Write
@@ -82,7 +82,7 @@
 // values a payload. Before any rule
 // runs, the proposal's payload, the beliefs it rests on and (when a rule
 // reads them) the trace's percepts and beliefs are checked against these
-// bounds, and a proposal beyond them is refused with [CodeInputTooLarge]
+// bounds, and a proposal beyond them is refused with [reason.RuleInputTooLarge]
 // (RULE_INPUT_TOO_LARGE), naming the value. [New] estimates each rule's
 // worst-case cost over inputs within the bounds (CEL's cost model: about
 // one unit per field access, comparison or loop iteration) and refuses a

@@ -12,6 +12,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/expr"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // ErrInvalidRule is wrapped by every error [New] returns for a rule it
@@ -221,15 +222,15 @@ func (in *input) check(ctx context.Context, rules []*rule, where string) kernel.
 	for _, rl := range rules {
 		out, _, err := rl.prg.ContextEval(ctx, in)
 		if err != nil {
-			return kernel.Cause{Code: blackboard.CodeRuleError, Rule: rl.name, Detail: where + ": " + err.Error()}
+			return kernel.Cause{Code: reason.RuleError, Rule: rl.name, Detail: where + ": " + err.Error()}
 		}
 		ok, isBool := out.Value().(bool)
 		switch {
 		case !isBool:
-			return kernel.Cause{Code: blackboard.CodeRuleError, Rule: rl.name,
+			return kernel.Cause{Code: reason.RuleError, Rule: rl.name,
 				Detail: fmt.Sprintf("%s: result is %s, not bool", where, out.Type().TypeName())}
 		case !ok:
-			return kernel.Cause{Code: blackboard.CodeRuleViolated, Rule: rl.name, Detail: rl.violation(ctx, in, where)}
+			return kernel.Cause{Code: reason.RuleViolated, Rule: rl.name, Detail: rl.violation(ctx, in, where)}
 		}
 	}
 	return kernel.Cause{}

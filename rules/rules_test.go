@@ -12,6 +12,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/expr"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/rules"
 )
 
@@ -105,7 +106,7 @@ func refund(amount any) blackboard.Payload {
 
 // refused checks that d was refused with code by rule, and that the detail
 // mentions each of wantDetail.
-func refused(t *testing.T, what string, d kernel.Decision, v kernel.Cause, code blackboard.Code, rule string, wantDetail ...string) {
+func refused(t *testing.T, what string, d kernel.Decision, v kernel.Cause, code reason.Code, rule string, wantDetail ...string) {
 	t.Helper()
 	if d.Code != code || v.Code != code || v.Rule != rule {
 		t.Errorf("%s: decision %s, verdict %+v; want %s by %s", what, d.Code, v, code, rule)
@@ -205,7 +206,7 @@ func TestRefundAboveCharge(t *testing.T) {
 			committed(t, "refund of 5000 on a charge of 89 without rules", d)
 			continue
 		}
-		refused(t, "refund of 5000 on a charge of 89", d, v, blackboard.CodeRuleViolated, "refund_within_charge",
+		refused(t, "refund of 5000 on a charge of 89", d, v, reason.RuleViolated, "refund_within_charge",
 			"action issue_refund", "action.amount <= percepts.charge.amount", "false")
 		// Int literals and equal amounts are fine: the charge in full.
 		d, _ = h.propose(tr, blackboard.Actions, "issue_refund", refund(89))
@@ -218,7 +219,7 @@ func TestBeliefRule(t *testing.T) {
 	h.perceive(tr, "charge", blackboard.Payload{"amount": 89.0, "refundable": false})
 	// The planner claims a refund is due; the charge says it is not.
 	d, v := h.propose(tr, blackboard.Beliefs, "refund_due", refundDue(true))
-	refused(t, "refund_due true on a non-refundable charge", d, v, blackboard.CodeRuleViolated, "refund_due_matches_charge",
+	refused(t, "refund_due true on a non-refundable charge", d, v, reason.RuleViolated, "refund_due_matches_charge",
 		"belief refund_due", "value == percepts.charge.refundable")
 	// The belief as the percept has it commits.
 	d, _ = h.propose(tr, blackboard.Beliefs, "refund_due", refundDue(false))
@@ -229,7 +230,7 @@ func TestBeliefRule(t *testing.T) {
 	d, _ = h2.propose(tr, blackboard.Beliefs, "refund_due", blackboard.Payload{"value": true, "depends_on": []string{"charge"}, "reason": "duplicate"})
 	committed(t, "belief with a reason", d)
 	d, v = h2.propose(tr, blackboard.Beliefs, "refund_due", blackboard.Payload{"value": true, "depends_on": []string{"charge"}, "reason": ""})
-	refused(t, "belief with an empty reason", d, v, blackboard.CodeRuleViolated, "has_reason")
+	refused(t, "belief with an empty reason", d, v, reason.RuleViolated, "has_reason")
 }
 
 // TestGroundsRechecked: a belief that agreed with the charge when it was
@@ -249,15 +250,15 @@ func TestGroundsRechecked(t *testing.T) {
 	// The charge has been refunded elsewhere since.
 	h.perceive(tr, "charge", blackboard.Payload{"amount": 89.0, "refundable": false})
 	d, v := h.propose(tr, blackboard.Actions, "issue_refund", refund(89.0))
-	refused(t, "refund on a contradicted belief", d, v, blackboard.CodeRuleViolated, "refund_due_matches_charge",
+	refused(t, "refund on a contradicted belief", d, v, reason.RuleViolated, "refund_due_matches_charge",
 		"grounding belief refund_due", beliefID, "value == percepts.charge.refundable")
 	d, v = h.propose(tr, blackboard.Plans, "p", refundPlan)
-	refused(t, "plan on a contradicted belief", d, v, blackboard.CodeRuleViolated, "refund_due_matches_charge", beliefID)
+	refused(t, "plan on a contradicted belief", d, v, reason.RuleViolated, "refund_due_matches_charge", beliefID)
 
 	// A ground that cannot be rechecked fails closed as well.
 	h.perceive(tr, "charge", blackboard.Payload{"amount": 89.0})
 	d, v = h.propose(tr, blackboard.Actions, "issue_refund", refund(89.0))
-	refused(t, "refund when the charge no longer says", d, v, blackboard.CodeRuleError, "refund_due_matches_charge", beliefID, "refundable")
+	refused(t, "refund when the charge no longer says", d, v, reason.RuleError, "refund_due_matches_charge", beliefID, "refundable")
 
 	// Consistent again: the grounds pass and the action's own rule decides.
 	h.perceive(tr, "charge", blackboard.Payload{"amount": 89.0, "refundable": true})
@@ -296,7 +297,7 @@ func TestFailClosed(t *testing.T) {
 		d, _ := h.propose(tr, blackboard.Beliefs, "refund_due", blackboard.Payload{"value": true, "depends_on": []string{dep}})
 		committed(t, tc.what+": belief", d)
 		d, v := h.propose(tr, blackboard.Actions, "issue_refund", tc.refund)
-		refused(t, tc.what, d, v, blackboard.CodeRuleError, tc.rule, "action issue_refund", tc.inError)
+		refused(t, tc.what, d, v, reason.RuleError, tc.rule, "action issue_refund", tc.inError)
 	}
 }
 
@@ -328,7 +329,7 @@ func TestAttackRuleCostBounded(t *testing.T) {
 	h.perceive(tr, "p", blackboard.Payload{"x": 1.0})
 	h.propose(tr, blackboard.Beliefs, "ok", blackboard.Payload{"value": true, "depends_on": []string{"p"}})
 	d, v := h.propose(tr, blackboard.Actions, "tag", act)
-	refused(t, "evaluation under a cancelled context", d, v, blackboard.CodeRuleError, "small", "cancel")
+	refused(t, "evaluation under a cancelled context", d, v, reason.RuleError, "small", "cancel")
 }
 
 // TestAttackRuleInputBounds: a planner that sends a list, a string or a
@@ -362,17 +363,17 @@ func TestAttackRuleInputBounds(t *testing.T) {
 		rule    rules.Spec
 		action  blackboard.Payload
 		percept blackboard.Payload
-		want    blackboard.Code
+		want    reason.Code
 		detail  string
 	}{
 		{"within the bounds", small, blackboard.Payload{"items": list(expr.MaxElements)}, nil, "", ""},
-		{"a long list", small, blackboard.Payload{"items": list(16000)}, nil, rules.CodeInputTooLarge, "the proposal holds .items: a list of 16000 elements"},
-		{"a long string", small, blackboard.Payload{"items": list(3), "note": strings.Repeat("x", expr.MaxStringBytes+1)}, nil, rules.CodeInputTooLarge, ".note: a string of"},
-		{"a wide object", small, blackboard.Payload{"items": list(3), "m": wide}, nil, rules.CodeInputTooLarge, "an object of 1001 entries"},
-		{"a deep nesting", small, blackboard.Payload{"items": list(3), "d": deep}, nil, rules.CodeInputTooLarge, "nested deeper"},
-		{"too many values", small, blackboard.Payload{"items": list(3), "many": many}, nil, rules.CodeInputTooLarge, "more than"},
-		{"a rule that fails", small, blackboard.Payload{"items": []any{1.0, 11.0}}, nil, blackboard.CodeRuleViolated, ""},
-		{"a percept the rule reads", fromPercept, blackboard.Payload{"items": list(3)}, blackboard.Payload{"ids": list(16000)}, rules.CodeInputTooLarge, "percept catalogue"},
+		{"a long list", small, blackboard.Payload{"items": list(16000)}, nil, reason.RuleInputTooLarge, "the proposal holds .items: a list of 16000 elements"},
+		{"a long string", small, blackboard.Payload{"items": list(3), "note": strings.Repeat("x", expr.MaxStringBytes+1)}, nil, reason.RuleInputTooLarge, ".note: a string of"},
+		{"a wide object", small, blackboard.Payload{"items": list(3), "m": wide}, nil, reason.RuleInputTooLarge, "an object of 1001 entries"},
+		{"a deep nesting", small, blackboard.Payload{"items": list(3), "d": deep}, nil, reason.RuleInputTooLarge, "nested deeper"},
+		{"too many values", small, blackboard.Payload{"items": list(3), "many": many}, nil, reason.RuleInputTooLarge, "more than"},
+		{"a rule that fails", small, blackboard.Payload{"items": []any{1.0, 11.0}}, nil, reason.RuleViolated, ""},
+		{"a percept the rule reads", fromPercept, blackboard.Payload{"items": list(3)}, blackboard.Payload{"ids": list(16000)}, reason.RuleInputTooLarge, "percept catalogue"},
 		{"a percept no rule reads", small, blackboard.Payload{"items": list(3)}, blackboard.Payload{"ids": list(16000)}, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -405,14 +406,14 @@ func TestScope(t *testing.T) {
 	d, _ := h.propose(tr, blackboard.Beliefs, "refund_due", refundDue(true))
 	committed(t, "belief of another kind", d)
 	d, v := h.propose(tr, blackboard.Beliefs, "fraud", blackboard.Payload{"value": true, "depends_on": []string{"charge"}})
-	refused(t, "belief of the rule's kind", d, v, blackboard.CodeRuleViolated, "never_fraud")
+	refused(t, "belief of the rule's kind", d, v, reason.RuleViolated, "never_fraud")
 	// Action rules do not apply to plans, even to a step of their type.
 	d, _ = h.propose(tr, blackboard.Plans, "p", blackboard.Payload{"steps": []any{map[string]any{"action": "issue_refund", "requires_beliefs": []any{"refund_due"}}}})
 	committed(t, "plan with an issue_refund step", d)
 	d, _ = h.propose(tr, blackboard.Actions, "send_email", blackboard.Payload{"requires_beliefs": []string{"refund_due"}})
 	committed(t, "action of another type", d)
 	d, v = h.propose(tr, blackboard.Actions, "issue_refund", refund(1.0))
-	refused(t, "action of the rule's type", d, v, blackboard.CodeRuleViolated, "never_refund")
+	refused(t, "action of the rule's type", d, v, reason.RuleViolated, "never_refund")
 	// Predictions are never checked.
 	d, _ = h.propose(tr, blackboard.Predictions, "outcome", blackboard.Payload{"action_type": "issue_refund", "expected_outcome": 1.0, "requires_beliefs": []string{"refund_due"}})
 	committed(t, "prediction", d)
@@ -426,7 +427,7 @@ func TestBeliefsVariable(t *testing.T) {
 	h.perceive(tr, "charge", blackboard.Payload{"amount": 500.0})
 	h.propose(tr, blackboard.Beliefs, "refund_due", refundDue(true))
 	d, v := h.propose(tr, blackboard.Actions, "issue_refund", refund(250.0))
-	refused(t, "unapproved refund above 100", d, v, blackboard.CodeRuleViolated, "approved_above_100")
+	refused(t, "unapproved refund above 100", d, v, reason.RuleViolated, "approved_above_100")
 	h.perceive(tr, "approval", blackboard.Payload{"by": "m"})
 	h.propose(tr, blackboard.Beliefs, "manager_approved", blackboard.Payload{"value": true, "depends_on": []string{"approval"}})
 	d, _ = h.propose(tr, blackboard.Actions, "issue_refund", refund(250.0))
@@ -449,20 +450,20 @@ func TestConcurrent(t *testing.T) {
 				errs <- err.Error()
 				return
 			}
-			submit := func(slot blackboard.Slot, kind string, p blackboard.Payload) blackboard.Code {
+			submit := func(slot blackboard.Slot, kind string, p blackboard.Payload) reason.Code {
 				d, err := h.planner.Submit(ctx, kernel.Entry{TraceID: trace, Slot: slot, Kind: kind, Payload: p})
 				if err != nil {
 					errs <- err.Error()
 				}
 				return d.Code
 			}
-			if c := submit(blackboard.Beliefs, "refund_due", refundDue(true)); c != blackboard.CodeCommitted {
+			if c := submit(blackboard.Beliefs, "refund_due", refundDue(true)); c != reason.Committed {
 				errs <- fmt.Sprintf("%s belief: %s", trace, c)
 			}
 			for j := range 4 {
-				amount, want := 50.0, blackboard.CodeCommitted
+				amount, want := 50.0, reason.Committed
 				if (i+j)%2 == 0 {
-					amount, want = 500.0, blackboard.CodeRuleViolated
+					amount, want = 500.0, reason.RuleViolated
 				}
 				if c := submit(blackboard.Actions, "issue_refund", refund(amount)); c != want {
 					errs <- fmt.Sprintf("%s refund of %v: %s, want %s", trace, amount, c, want)

@@ -11,6 +11,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/sim"
 	"github.com/blackboardkernel/bk/worker"
 )
@@ -298,7 +299,7 @@ func TestWorkerCommitsOnlyWithTheRequiredBeliefs(t *testing.T) {
 		t.Fatalf("Step: %v %v", produced, err)
 	}
 	own := ownPredictions(t, h)
-	if len(own) != 1 || own[0].Kind != "hot" || own[0].Reason != blackboard.CodePredictionMissingBelief {
+	if len(own) != 1 || own[0].Kind != "hot" || own[0].Reason != reason.PredictionMissingBelief {
 		t.Fatalf("own records after the first step: %+v", own)
 	}
 	v = view(t, k)
@@ -344,7 +345,7 @@ func TestWorkerCommitsOnlyWithTheRequiredBeliefs(t *testing.T) {
 func TestPredictionGate(t *testing.T) {
 	ctx := context.Background()
 	alert := kernel.ActionSpec{Type: "alert", MinBeliefs: []string{"anomaly_detected"}, RequirePrediction: true}
-	propose := func(t *testing.T, k *kernel.Kernel) blackboard.Code {
+	propose := func(t *testing.T, k *kernel.Kernel) reason.Code {
 		t.Helper()
 		d, err := k.Planner("actuator").Submit(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "alert",
 			Payload: blackboard.Payload{"requires_beliefs": []string{"anomaly_detected"}}})
@@ -358,13 +359,13 @@ func TestPredictionGate(t *testing.T) {
 		value     float64
 		simulate  bool
 		wantPred  string
-		wantCode  blackboard.Code
+		wantCode  reason.Code
 		wantValue float64
 	}{
-		{"no prediction", 95, false, "", blackboard.CodeNoPrediction, 0},
-		{"negative prediction", 85, true, "mild", blackboard.CodeNegativePrediction, -0.5},
-		{"positive prediction", 95, true, "hot", blackboard.CodeCommitted, 1},
-		{"boundary is not hot", 90, true, "mild", blackboard.CodeNegativePrediction, -0.5},
+		{"no prediction", 95, false, "", reason.NoPrediction, 0},
+		{"negative prediction", 85, true, "mild", reason.NegativePrediction, -0.5},
+		{"positive prediction", 95, true, "hot", reason.Committed, 1},
+		{"boundary is not hot", 90, true, "mild", reason.NegativePrediction, -0.5},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

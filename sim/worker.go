@@ -8,6 +8,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/worker"
 )
 
@@ -142,7 +143,7 @@ func (s *simulator) Step(ctx context.Context, sc *orchestrator.StepContext) (pro
 // missing belief may be proposed again: every required belief is now in
 // view.
 func retry(last blackboard.Record, r Rule, v kernel.View) bool {
-	if last.Status != blackboard.StatusInvalidated || last.Reason != blackboard.CodePredictionMissingBelief {
+	if last.Status != blackboard.StatusInvalidated || last.Reason != reason.PredictionMissingBelief {
 		return false
 	}
 	for _, b := range r.RequiresBeliefs {

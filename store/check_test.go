@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -23,12 +24,12 @@ func kernelBatch() store.Batch {
 		Appends: []blackboard.Record{
 			{ID: store.RecordID(blackboard.Beliefs, "", trace, 4), Slot: blackboard.Beliefs, Mode: blackboard.ModeCommit, Kind: "refund_due",
 				Payload: blackboard.Payload{"due": true, "amount": 42.0}, Provenance: prov, Status: blackboard.StatusActive,
-				Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode, Namespace: "study"},
+				Reason: reason.Committed, Scope: blackboard.ScopeEpisode, Namespace: "study"},
 			{ID: store.RecordID(blackboard.Evidence, "", trace, 5), Slot: blackboard.Evidence, Mode: blackboard.ModeCommit, Kind: "belief_validation",
 				Payload: blackboard.Payload{"ok": true}, Provenance: ev, Status: blackboard.StatusActive,
-				Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode, Namespace: "study", EvidenceRefs: []string{store.RecordID(blackboard.Beliefs, "", trace, 3)}},
+				Reason: reason.Committed, Scope: blackboard.ScopeEpisode, Namespace: "study", EvidenceRefs: []string{store.RecordID(blackboard.Beliefs, "", trace, 3)}},
 		},
-		Invalidations: []store.Invalidation{{ID: store.RecordID(blackboard.Beliefs, "", trace, 3), Status: blackboard.StatusInvalidated, Reason: blackboard.CodeSupersededByCommit}},
+		Invalidations: []store.Invalidation{{ID: store.RecordID(blackboard.Beliefs, "", trace, 3), Status: blackboard.StatusInvalidated, Reason: reason.SupersededByCommit}},
 		Trace:         trace,
 		TraceLen:      3,
 	}
@@ -73,7 +74,7 @@ func TestBatchCheckRefusesEveryBadString(t *testing.T) {
 		"kind":      func(r *blackboard.Record, v string) { r.Kind = v },
 		"trace":     func(r *blackboard.Record, v string) { r.Provenance.TraceID = v },
 		"writer":    func(r *blackboard.Record, v string) { r.Provenance.Writer = v },
-		"reason":    func(r *blackboard.Record, v string) { r.Reason = blackboard.Code(v) },
+		"reason":    func(r *blackboard.Record, v string) { r.Reason = reason.Code(v) },
 		"namespace": func(r *blackboard.Record, v string) { r.Namespace = v },
 		"span":      func(r *blackboard.Record, v string) { r.Provenance.Span = v },
 		"input ref": func(r *blackboard.Record, v string) { r.Provenance.InputRefs = []string{r.ID, v} },

@@ -7,6 +7,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/vouch"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // Store is what the kernel calls on persistence, and nothing more: reads
@@ -264,7 +265,7 @@ type Claim struct {
 type Invalidation struct {
 	ID     string
 	Status blackboard.Status // StatusInvalidated or StatusExpired
-	Reason blackboard.Code
+	Reason reason.Code
 }
 
 // trustsAll reports whether every batch's appends pass Check unscanned,

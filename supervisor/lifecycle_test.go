@@ -14,10 +14,10 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/supervisor"
-	"github.com/blackboardkernel/bk/toolgate"
 )
 
 // clock is a kernel clock the test moves by hand: the gates' leases and
@@ -86,7 +86,7 @@ func TestRecoveredWaitsForTheLease(t *testing.T) {
 	ev.recovered(t)
 	select {
 	case e := <-ev.ch:
-		if e.ActionID != crashed.ActionID || e.Op != supervisor.OpRecover || e.Result.Code != toolgate.CodeEffectSucceeded {
+		if e.ActionID != crashed.ActionID || e.Op != supervisor.OpRecover || e.Result.Code != reason.EffectSucceeded {
 			t.Errorf("event %+v, want the crashed refund recovered", e)
 		}
 	default:

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -361,7 +362,7 @@ func (s *Supervisor) resume(ctx context.Context) {
 		if res.Outcome == audit.OutcomePendingApproval {
 			continue // the decision was withdrawn from under it: not finished
 		}
-		if res.Code == toolgate.CodeEffectUnavailable || res.Code == toolgate.CodeMaskedUnavailable {
+		if res.Code == reason.EffectUnavailable || res.Code == reason.MaskedUnavailable {
 			continue // the caller runs it, with its effect or its real arguments: nothing happened here
 		}
 		s.emit(ctx, Event{Op: OpResume, TraceID: p.TraceID, ActionID: p.ActionID, Result: res})

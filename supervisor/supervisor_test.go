@@ -16,6 +16,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/invariant/invarianttest"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/supervisor"
@@ -286,7 +287,7 @@ func TestResumesDecidedApprovals(t *testing.T) {
 	if e := got[ids[0]]; e.Op != supervisor.OpResume || e.TraceID != "approve" || e.Result.Outcome != audit.OutcomeExecuted || w.count(ids[0]) != 1 {
 		t.Errorf("approved: %+v, %d effects, want executed once", e, w.count(ids[0]))
 	}
-	if e := got[ids[1]]; e.Result.Code != toolgate.CodeApprovalDenied || e.Result.FallbackID == "" || w.count(ids[1]) != 0 {
+	if e := got[ids[1]]; e.Result.Code != reason.ApprovalDenied || e.Result.FallbackID == "" || w.count(ids[1]) != 0 {
 		t.Errorf("denied: %+v, %d effects, want escalated with a fallback, no effect", e, w.count(ids[1]))
 	}
 	time.Sleep(50 * time.Millisecond) // a few more looks
@@ -335,10 +336,10 @@ func TestRecoversAfterARestart(t *testing.T) {
 	ev := start(t, g, supervisor.Config{RecoverEvery: time.Hour})
 	got := ev.wait(t, 3)
 	refund, email := crashed[0].ActionID, crashed[1].ActionID
-	if e := got[refund]; e.Op != supervisor.OpRecover || e.Result.Code != toolgate.CodeEffectSucceeded || w.count(refund) != 2 {
+	if e := got[refund]; e.Op != supervisor.OpRecover || e.Result.Code != reason.EffectSucceeded || w.count(refund) != 2 {
 		t.Errorf("refund: %+v, %d starts, want re-driven once with its key", e, w.count(refund))
 	}
-	if e := got[email]; e.Result.Code != toolgate.CodeEffectUnknown || e.TraceID != "t1" || w.count(email) != 1 {
+	if e := got[email]; e.Result.Code != reason.EffectUnknown || e.TraceID != "t1" || w.count(email) != 1 {
 		t.Errorf("email: %+v, sent %d times, want EFFECT_UNKNOWN, sent once", e, w.count(email))
 	}
 	if e := got[waiting.ActionID]; e.Result.Outcome != audit.OutcomeExecuted || w.count(waiting.ActionID) != 1 {

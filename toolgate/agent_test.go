@@ -18,6 +18,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/chatwire"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/rules"
 	"github.com/blackboardkernel/bk/toolgate"
 	"github.com/blackboardkernel/bk/worker/llm"
@@ -406,7 +407,7 @@ func TestAgentOnGateNeverRunsAnUnsafeEffect(t *testing.T) {
 					case err != nil:
 						t.Fatal(err)
 					case sc.decide == "approve" && res.Outcome != audit.OutcomeExecuted,
-						sc.decide == "deny" && (res.Code != toolgate.CodeApprovalDenied || res.FallbackID == ""):
+						sc.decide == "deny" && (res.Code != reason.ApprovalDenied || res.FallbackID == ""):
 						t.Errorf("Execute after %s: %+v", sc.decide, res)
 					}
 				}

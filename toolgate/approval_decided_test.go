@@ -8,6 +8,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // wantDecided fails the test unless err is a decidedError about actionID
@@ -54,7 +55,7 @@ func TestReapproval(t *testing.T) {
 			t.Errorf("a refused decision wrote %d records", n-before)
 		}
 		res := d.execute(wait.ActionID)
-		wantOutcome(t, "execute on the new approval", res, audit.OutcomeExecuted, CodeEffectSucceeded)
+		wantOutcome(t, "execute on the new approval", res, audit.OutcomeExecuted, reason.EffectSucceeded)
 		recs := d.decisions(audit.Query{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomeExecuted})
 		if len(recs) != 1 || !slices.Equal(recs[0].Approvals, []string{fresh.ID}) {
 			t.Errorf("executed records %+v, want the new approval %s", recs, fresh.ID)
@@ -94,7 +95,7 @@ func TestNoReapproval(t *testing.T) {
 		}, settledDenied},
 		{"used", func(t *testing.T, d *desk, wait Result) string {
 			d.approve("t", wait.ActionID, "human:alice", time.Minute)
-			wantOutcome(t, "execute", d.execute(wait.ActionID), audit.OutcomeExecuted, CodeEffectSucceeded)
+			wantOutcome(t, "execute", d.execute(wait.ActionID), audit.OutcomeExecuted, reason.EffectSucceeded)
 			d.clock.Advance(time.Hour)
 			return ""
 		}, settledUsed},
@@ -102,7 +103,7 @@ func TestNoReapproval(t *testing.T) {
 			d.approve("t", wait.ActionID, "human:alice", time.Minute)
 			d.clock.Advance(time.Hour)
 			res := d.execute(wait.ActionID)
-			wantOutcome(t, "execute after expiry", res, audit.OutcomeRefused, CodeApprovalExpired)
+			wantOutcome(t, "execute after expiry", res, audit.OutcomeRefused, reason.ApprovalExpired)
 			if res.FallbackID == "" {
 				t.Fatalf("no fallback: %+v", res)
 			}
@@ -143,7 +144,7 @@ func TestResolveAfterExpiry(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantOutcome(t, "resolve after expiry", res, audit.OutcomeExecuted, CodeEffectSucceeded)
+		wantOutcome(t, "resolve after expiry", res, audit.OutcomeExecuted, reason.EffectSucceeded)
 		if n := d.approvalsOf("t", wait.ActionID); n != 2 {
 			t.Errorf("%d approval records, want 2", n)
 		}
@@ -165,14 +166,14 @@ func TestAttackEscalationBesideReapproval(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := len(d.records())
-		if _, err := d.g.x.escalate(d.ctx, j, CodeApprovalExpired, old); !errors.Is(err, errSuperseded) {
+		if _, err := d.g.x.escalate(d.ctx, j, reason.ApprovalExpired, old); !errors.Is(err, errSuperseded) {
 			t.Fatalf("the stale driver's escalation: %v, want errSuperseded", err)
 		}
 		if n := len(d.records()); n != before {
 			t.Fatalf("the stale escalation wrote %d records beside the fresh approval", n-before)
 		}
 		res := d.execute(wait.ActionID)
-		wantOutcome(t, "execute on the fresh approval", res, audit.OutcomeExecuted, CodeEffectSucceeded)
+		wantOutcome(t, "execute on the fresh approval", res, audit.OutcomeExecuted, reason.EffectSucceeded)
 		if n := len(d.invocations("issue_refund")); n != 1 {
 			t.Errorf("the refund ran %d times, want once", n)
 		}

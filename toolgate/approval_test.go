@@ -12,6 +12,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // pendingRefund grounds order in trace and asks for a refund that needs
@@ -20,7 +21,7 @@ func (d *desk) pendingRefund(trace, order string, amount float64) Result {
 	d.t.Helper()
 	d.ground(trace, order)
 	res := d.refund(trace, order, amount)
-	if res.Outcome != audit.OutcomePendingApproval || res.Code != CodeApprovalRequired || res.ActionID == "" {
+	if res.Outcome != audit.OutcomePendingApproval || res.Code != reason.ApprovalRequired || res.ActionID == "" {
 		d.t.Fatalf("refund of %v: %+v, want it waiting for approval", amount, res)
 	}
 	return res
@@ -36,7 +37,7 @@ func TestApprovalFlow(t *testing.T) {
 			t.Errorf("hint %q does not name the approval id", wait.Hint)
 		}
 		// Execute before anyone decided: still waiting, nothing runs.
-		wantOutcome(t, "execute before approval", d.execute(wait.ActionID), audit.OutcomePendingApproval, CodeApprovalRequired)
+		wantOutcome(t, "execute before approval", d.execute(wait.ActionID), audit.OutcomePendingApproval, reason.ApprovalRequired)
 		pending, err := d.g.Pending(d.ctx, "t")
 		if err != nil || len(pending) != 1 {
 			t.Fatalf("Pending: %+v %v", pending, err)
@@ -48,7 +49,7 @@ func TestApprovalFlow(t *testing.T) {
 		}
 		approval := d.approve("t", wait.ActionID, "human:alice", time.Hour)
 		res := d.execute(wait.ActionID)
-		wantOutcome(t, "execute after approval", res, audit.OutcomeExecuted, CodeEffectSucceeded)
+		wantOutcome(t, "execute after approval", res, audit.OutcomeExecuted, reason.EffectSucceeded)
 		if res.Output["refund_id"] != "re_A1" || res.ActionID != wait.ActionID {
 			t.Errorf("result %+v", res)
 		}
@@ -79,7 +80,7 @@ func TestApprovalFlow(t *testing.T) {
 		}
 		// A small refund needs no approval.
 		d.ground("t2", "B2")
-		wantOutcome(t, "small refund", d.refund("t2", "B2", 100), audit.OutcomeExecuted, CodeEffectSucceeded)
+		wantOutcome(t, "small refund", d.refund("t2", "B2", 100), audit.OutcomeExecuted, reason.EffectSucceeded)
 	})
 }
 
@@ -94,7 +95,7 @@ func TestApprovalBinding(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantOutcome(t, "resume with a changed amount", res, audit.OutcomeRefused, CodeApprovalMismatch)
+		wantOutcome(t, "resume with a changed amount", res, audit.OutcomeRefused, reason.ApprovalMismatch)
 		if !strings.Contains(res.Hint, "new approval") {
 			t.Errorf("hint %q", res.Hint)
 		}
@@ -115,14 +116,14 @@ func TestApprovalBinding(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantOutcome(t, "resume with the approved arguments", res, audit.OutcomeExecuted, CodeEffectSucceeded)
+		wantOutcome(t, "resume with the approved arguments", res, audit.OutcomeExecuted, reason.EffectSucceeded)
 		if n := len(d.invocations("issue_refund")); n != 1 || d.invocations("issue_refund")[0].Args["amount"] != 700.0 {
 			t.Errorf("effect calls %+v", d.invocations("issue_refund"))
 		}
 		// Once it has run, a changed resume is still refused, not
 		// answered with the result of other arguments.
 		res, _ = d.g.Resume(d.ctx, "t", wait.ActionID, json.RawMessage(`{"order_id":"A1","amount":1}`))
-		wantOutcome(t, "changed resume after the run", res, audit.OutcomeRefused, CodeApprovalMismatch)
+		wantOutcome(t, "changed resume after the run", res, audit.OutcomeRefused, reason.ApprovalMismatch)
 	})
 }
 
@@ -132,7 +133,7 @@ func TestApprovalOfAnotherAction(t *testing.T) {
 		b := d.pendingRefund("t2", "A1", 700) // same order and amount: the same digest
 		d.approve("t1", a.ActionID, "human:alice", time.Hour)
 		// A's approval does nothing for B: approvals name their action.
-		wantOutcome(t, "execute B with A approved", d.execute(b.ActionID), audit.OutcomePendingApproval, CodeApprovalRequired)
+		wantOutcome(t, "execute B with A approved", d.execute(b.ActionID), audit.OutcomePendingApproval, reason.ApprovalRequired)
 		if n := len(d.invocations("issue_refund")); n != 0 {
 			t.Errorf("B ran on A's approval")
 		}
@@ -141,7 +142,7 @@ func TestApprovalOfAnotherAction(t *testing.T) {
 		if _, err := d.g.Approver("human:alice").Decide(d.ctx, audit.Approval{TraceID: "t2", ActionID: a.ActionID, Digest: d.digest(a.ActionID), Decision: audit.Approved, Note: ""}); !errors.Is(err, kernel.ErrInvalidReference) {
 			t.Errorf("A's approval in B's trace: %v", err)
 		}
-		wantOutcome(t, "execute A", d.execute(a.ActionID), audit.OutcomeExecuted, CodeEffectSucceeded)
+		wantOutcome(t, "execute A", d.execute(a.ActionID), audit.OutcomeExecuted, reason.EffectSucceeded)
 	})
 }
 
@@ -151,8 +152,8 @@ func TestApprovalExpiry(t *testing.T) {
 		d.approve("t", wait.ActionID, "human:alice", time.Hour)
 		d.clock.Advance(2 * time.Hour)
 		res := d.execute(wait.ActionID)
-		wantOutcome(t, "execute after the approval expired", res, audit.OutcomeRefused, CodeApprovalExpired)
-		checkEscalated(t, d, wait, res, CodeApprovalExpired)
+		wantOutcome(t, "execute after the approval expired", res, audit.OutcomeRefused, reason.ApprovalExpired)
+		checkEscalated(t, d, wait, res, reason.ApprovalExpired)
 	})
 }
 
@@ -163,18 +164,18 @@ func TestApprovalDenied(t *testing.T) {
 			t.Fatal(err)
 		}
 		res := d.execute(wait.ActionID)
-		wantOutcome(t, "execute after a denial", res, audit.OutcomeRefused, CodeApprovalDenied)
+		wantOutcome(t, "execute after a denial", res, audit.OutcomeRefused, reason.ApprovalDenied)
 		if res.RootCause.Detail != "customer is abusing refunds" {
 			t.Errorf("root cause %+v, want the denial's note", res.RootCause)
 		}
-		checkEscalated(t, d, wait, res, CodeApprovalDenied)
+		checkEscalated(t, d, wait, res, reason.ApprovalDenied)
 	})
 }
 
 // checkEscalated checks an escalation: no effect, the fallback committed
 // once with the code as reason, a decision record with outcome escalated,
 // and the same answer on every later Execute.
-func checkEscalated(t *testing.T, d *desk, wait, res Result, code blackboard.Code) {
+func checkEscalated(t *testing.T, d *desk, wait, res Result, code reason.Code) {
 	t.Helper()
 	if n := len(d.invocations("issue_refund")); n != 0 {
 		t.Errorf("the refund ran %d times", n)
@@ -229,7 +230,7 @@ func TestSelfApproval(t *testing.T) {
 		if _, err := d.g.Approver(audit.CallerWriter("support")).Decide(d.ctx, audit.Approval{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Decision: audit.Approved, Note: "fine by me"}); !errors.Is(err, blackboard.ErrPermission) {
 			t.Errorf("self-approval: %v, want ErrPermission", err)
 		}
-		wantOutcome(t, "execute after the refused self-approval", d.execute(wait.ActionID), audit.OutcomePendingApproval, CodeApprovalRequired)
+		wantOutcome(t, "execute after the refused self-approval", d.execute(wait.ActionID), audit.OutcomePendingApproval, reason.ApprovalRequired)
 		if n := len(d.invocations("issue_refund")); n != 0 {
 			t.Errorf("the refund ran")
 		}
@@ -247,7 +248,7 @@ func TestApproverRefusesTheCallerByName(t *testing.T) {
 				t.Errorf("the caller deciding its own call: %v, want ErrPermission", err)
 			}
 		}
-		wantOutcome(t, "execute after the refused decisions", d.execute(wait.ActionID), audit.OutcomePendingApproval, CodeApprovalRequired)
+		wantOutcome(t, "execute after the refused decisions", d.execute(wait.ActionID), audit.OutcomePendingApproval, reason.ApprovalRequired)
 		if n := len(d.invocations("issue_refund")); n != 0 {
 			t.Errorf("the refund ran")
 		}
@@ -260,7 +261,7 @@ func TestApprovalIdentityRequired(t *testing.T) {
 		if _, err := d.g.Approver("").Decide(d.ctx, audit.Approval{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Decision: audit.Approved, Note: ""}); !errors.Is(err, blackboard.ErrInvalidInput) {
 			t.Errorf("anonymous approval: %v, want ErrInvalidInput", err)
 		}
-		wantOutcome(t, "execute", d.execute(wait.ActionID), audit.OutcomePendingApproval, CodeApprovalRequired)
+		wantOutcome(t, "execute", d.execute(wait.ActionID), audit.OutcomePendingApproval, reason.ApprovalRequired)
 	})
 }
 
@@ -270,19 +271,19 @@ func TestApprovalPolicies(t *testing.T) {
 		// The rule reads reason, which the call may leave out: a rule that
 		// cannot be evaluated needs approval (fails closed).
 		res := d.call("t", "support", "", "issue_refund", `{"order_id":"A1","amount":10}`)
-		wantOutcome(t, "rule on a missing argument", res, audit.OutcomePendingApproval, CodeApprovalRequired)
+		wantOutcome(t, "rule on a missing argument", res, audit.OutcomePendingApproval, reason.ApprovalRequired)
 		recs := d.decisions(audit.Query{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomePendingApproval})
 		if len(recs) != 1 || !strings.Contains(recs[0].Context["approval_reason"].(string), "fails closed") {
 			t.Errorf("pending records %+v", recs)
 		}
 		d.ground("t2", "A2")
 		wantOutcome(t, "rule false", d.call("t2", "support", "", "issue_refund", `{"order_id":"A2","amount":10,"reason":"late"}`),
-			audit.OutcomeExecuted, CodeEffectSucceeded)
+			audit.OutcomeExecuted, reason.EffectSucceeded)
 		d.ground("t3", "A3")
 		wantOutcome(t, "rule true", d.call("t3", "support", "", "issue_refund", `{"order_id":"A3","amount":10,"reason":"other"}`),
-			audit.OutcomePendingApproval, CodeApprovalRequired)
+			audit.OutcomePendingApproval, reason.ApprovalRequired)
 		// Always: every search needs approval.
-		wantOutcome(t, "always", d.call("t", "researcher", "", "search_kb", `{"query":"x"}`), audit.OutcomePendingApproval, CodeApprovalRequired)
+		wantOutcome(t, "always", d.call("t", "researcher", "", "search_kb", `{"query":"x"}`), audit.OutcomePendingApproval, reason.ApprovalRequired)
 	}, func(su *setup) {
 		su.tools[1].Approval = ApprovalPolicy{When: `reason == "other" || args.amount > 500`}
 		su.tools[2].Approval = ApprovalPolicy{Always: true}
@@ -327,13 +328,13 @@ func TestRoleRevokedBeforeExecution(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantOutcome(t, "execute after the caller lost the tool", res, audit.OutcomeRefused, CodeToolNotPermitted)
+		wantOutcome(t, "execute after the caller lost the tool", res, audit.OutcomeRefused, reason.ToolNotPermitted)
 		d.clock.Advance(time.Hour)
 		if rec, err := revoked.Recover(d.ctx); err != nil || len(rec) != 0 {
 			t.Errorf("Recover: %+v %v", rec, err)
 		}
 		// Even the old configuration cannot run it now.
-		wantOutcome(t, "execute with the old contracts", d.execute(wait.ActionID), audit.OutcomeRefused, CodeToolNotPermitted)
+		wantOutcome(t, "execute with the old contracts", d.execute(wait.ActionID), audit.OutcomeRefused, reason.ToolNotPermitted)
 		if n := len(d.invocations("issue_refund")); n != 0 {
 			t.Errorf("the refund ran %d times", n)
 		}
@@ -438,7 +439,7 @@ func TestAttackApprovalByTheProposerAtExecution(t *testing.T) {
 		if _, err := d.k.Governor().Append(d.ctx, f); err != nil {
 			t.Fatal(err)
 		}
-		wantOutcome(t, "execute on the proposer's approval", d.execute(wait.ActionID), audit.OutcomeRefused, CodeApprovalMismatch)
+		wantOutcome(t, "execute on the proposer's approval", d.execute(wait.ActionID), audit.OutcomeRefused, reason.ApprovalMismatch)
 		if n := len(d.invocations("issue_refund")); n != 0 {
 			t.Errorf("the refund ran %d times", n)
 		}
@@ -453,11 +454,11 @@ func TestPendingApprovalsOfAllTraces(t *testing.T) {
 		for _, trace := range []string{"t1", "t2"} {
 			d.ground(trace, "A1")
 			res := d.refund(trace, "A1", 600)
-			wantOutcome(t, trace, res, audit.OutcomePendingApproval, CodeApprovalRequired)
+			wantOutcome(t, trace, res, audit.OutcomePendingApproval, reason.ApprovalRequired)
 			want[res.ActionID] = trace
 		}
 		d.ground("t3", "A3")
-		wantOutcome(t, "t3", d.refund("t3", "A3", 10), audit.OutcomeExecuted, CodeEffectSucceeded)
+		wantOutcome(t, "t3", d.refund("t3", "A3", 10), audit.OutcomeExecuted, reason.EffectSucceeded)
 		pending, err := d.g.Pending(d.ctx, "")
 		if err != nil || len(pending) != len(want) {
 			t.Fatalf("Pending(\"\"): %+v %v, want %d", pending, err, len(want))
@@ -469,7 +470,7 @@ func TestPendingApprovalsOfAllTraces(t *testing.T) {
 			if _, err := d.g.Approver("alice").Decide(d.ctx, audit.Approval{TraceID: p.TraceID, ActionID: p.ActionID, Digest: p.Digest, Decision: audit.Approved, Note: "ok"}); err != nil {
 				t.Errorf("Approve %s in %q: %v", p.ActionID, p.TraceID, err)
 			}
-			wantOutcome(t, "approved "+p.ActionID, d.execute(p.ActionID), audit.OutcomeExecuted, CodeEffectSucceeded)
+			wantOutcome(t, "approved "+p.ActionID, d.execute(p.ActionID), audit.OutcomeExecuted, reason.EffectSucceeded)
 		}
 		if pending, err := d.g.Pending(d.ctx, ""); err != nil || len(pending) != 0 {
 			t.Errorf("after execution: %+v %v, want none", pending, err)

@@ -12,6 +12,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 )
@@ -64,7 +65,7 @@ func TestAttackToolClaimsGateKeys(t *testing.T) {
 		}
 		d.approve("t", wait.ActionID, "human:alice", time.Hour)
 		res := d.execute(wait.ActionID)
-		wantOutcome(t, "the victim's refund", res, audit.OutcomeExecuted, CodeEffectSucceeded)
+		wantOutcome(t, "the victim's refund", res, audit.OutcomeExecuted, reason.EffectSucceeded)
 		if res.Output["refund_id"] != "re_A1" || len(d.invocations("issue_refund")) != 1 {
 			t.Errorf("result %+v after %d effect calls, want the effect's own, once", res, len(d.invocations("issue_refund")))
 		}
@@ -146,7 +147,7 @@ func TestAttackApproverSeesTheCommittedAction(t *testing.T) {
 		odd := func(subject, tool, kind string) {
 			t.Helper()
 			_, err := audit.Append(d.ctx, d.k.Governor(), audit.Entry{TraceID: "t", Kind: kind, Subject: subject,
-				Outcome: audit.OutcomePendingApproval, Code: blackboard.CodeCommitted,
+				Outcome: audit.OutcomePendingApproval, Code: reason.Committed,
 				Context: blackboard.Payload{"tool": tool, "caller": "support", "approval_reason": "forged",
 					"args": map[string]any{"order_id": "A1", "amount": 501.0}}})
 			if err != nil {
@@ -181,9 +182,9 @@ func TestAttackApprovalOutlivesItsEvidence(t *testing.T) {
 	cases := []struct {
 		name   string
 		change func(t *testing.T, d *desk)
-		code   blackboard.Code
+		code   reason.Code
 	}{
-		{"lookup expires", func(t *testing.T, d *desk) { d.clock.Advance(20 * time.Minute) }, blackboard.CodeStaleEvidence},
+		{"lookup expires", func(t *testing.T, d *desk) { d.clock.Advance(20 * time.Minute) }, reason.StaleEvidence},
 		{"newer lookup", func(t *testing.T, d *desk) {
 			d.setEffect("lookup_order", func(_ context.Context, inv Invocation) (blackboard.Payload, error) {
 				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 900.0, "refundable": false}, nil
@@ -191,13 +192,13 @@ func TestAttackApprovalOutlivesItsEvidence(t *testing.T) {
 			if res := d.call("t", "support", "refund", "lookup_order", `{"order_id":"A1"}`); res.Outcome != audit.OutcomeExecuted {
 				t.Fatalf("second lookup: %+v", res)
 			}
-		}, blackboard.CodeSupersededEvidence},
+		}, reason.SupersededEvidence},
 		{"constraint", func(t *testing.T, d *desk) {
 			if _, err := d.k.Symbolic("policy").CommitConstraint(d.ctx, "t", kernel.Constraint{Name: "refunds_frozen", Enabled: true,
 				BlocksField: "order_id", AppliesTo: []string{"issue_refund"}}, 0); err != nil {
 				t.Fatal(err)
 			}
-		}, blackboard.BlockedCode("refunds_frozen")},
+		}, reason.Blocked("refunds_frozen")},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -420,9 +421,9 @@ func TestAttackConcurrentDecisions(t *testing.T) {
 			}
 			res := d.execute(wait.ActionID)
 			if a, _ := audit.ApprovalOf(won[0]); a.Decision == audit.Approved {
-				wantOutcome(t, "execute on the approval", res, audit.OutcomeExecuted, CodeEffectSucceeded)
+				wantOutcome(t, "execute on the approval", res, audit.OutcomeExecuted, reason.EffectSucceeded)
 			} else {
-				wantOutcome(t, "execute on the denial", res, audit.OutcomeRefused, CodeApprovalDenied)
+				wantOutcome(t, "execute on the denial", res, audit.OutcomeRefused, reason.ApprovalDenied)
 			}
 			if runs := len(d.invocations("issue_refund")); runs > 1 {
 				t.Errorf("the refund ran %d times", runs)

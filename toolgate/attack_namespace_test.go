@@ -11,6 +11,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/pgtest"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/pgstore"
@@ -131,7 +132,7 @@ func attackPolicyTraceTaken(t *testing.T, s store.Store) {
 	for _, victim := range []string{"desk", ""} {
 		trace := audit.PolicyTrace(victim)
 		_, err := squatter.Tool("squat").Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "squat", Payload: blackboard.Payload{"x": true}})
-		if !errors.Is(err, blackboard.ErrPermission) || kernel.CodeOf(err) != blackboard.CodePermissionDenied {
+		if !errors.Is(err, blackboard.ErrPermission) || kernel.CodeOf(err) != reason.PermissionDenied {
 			t.Errorf("namespace %q: a squatter's write into %s: %v, want PERMISSION_DENIED", victim, trace, err)
 		}
 		g, err := toolgate.New(ctx, toolgate.Config{

@@ -11,6 +11,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/canon"
 	"github.com/blackboardkernel/bk/internal/jsonval"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // Binding ties one argument of a tool's calls to the observation its
@@ -259,7 +260,7 @@ func (x *executor) bind(ctx context.Context, traceID string, e *entry, args blac
 	if f.percept != "" {
 		cc["percept"] = f.percept
 	}
-	res, err := x.refuse(ctx, traceID, e, e.Name, CodeArgumentNotBound, f.detail, cc)
+	res, err := x.refuse(ctx, traceID, e, e.Name, reason.ArgumentNotBound, f.detail, cc)
 	res.RootCause.Record = f.percept
 	return res, true, err
 }
@@ -284,6 +285,6 @@ func (x *executor) bindCommitted(ctx context.Context, e *entry, act blackboard.R
 	if f.percept != "" {
 		j.cc["percept"] = f.percept
 	}
-	res, err := x.refuseForGood(ctx, j, CodeArgumentNotBound, f.detail)
+	res, err := x.refuseForGood(ctx, j, reason.ArgumentNotBound, f.detail)
 	return res, true, err
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -77,7 +78,7 @@ func (d *boundDesk) refund(trace, order string, amount float64) toolgate.Result 
 // and the percept, in the result and in its decision record.
 func (d *boundDesk) wantUnbound(what string, res toolgate.Result, trace, arg, percept string) {
 	d.t.Helper()
-	if res.Outcome != audit.OutcomeRefused || res.Code != toolgate.CodeArgumentNotBound {
+	if res.Outcome != audit.OutcomeRefused || res.Code != reason.ArgumentNotBound {
 		d.t.Errorf("%s: %s %s (%+v), want refused ARGUMENT_NOT_BOUND", what, res.Outcome, res.Code, res.RootCause)
 		return
 	}
@@ -91,7 +92,7 @@ func (d *boundDesk) wantUnbound(what string, res toolgate.Result, trace, arg, pe
 			d.t.Fatal(err)
 		}
 		if dr.ID == res.DecisionID {
-			found = dr.Code == toolgate.CodeArgumentNotBound && dr.Context["argument"] == arg && dr.Context["percept"] == percept
+			found = dr.Code == reason.ArgumentNotBound && dr.Context["argument"] == arg && dr.Context["percept"] == percept
 		}
 	}
 	if !found {
@@ -146,7 +147,7 @@ func TestAttackArgumentsBoundToCommittedGrounding(t *testing.T) {
 		t.Fatalf("the refusal %+v names no committed action: the kernel's grounding was not what was checked", res)
 	}
 	again, err := d.g.Execute(ctx, res.ActionID)
-	if err != nil || again.Outcome != audit.OutcomeRefused || again.Code != toolgate.CodeArgumentNotBound {
+	if err != nil || again.Outcome != audit.OutcomeRefused || again.Code != reason.ArgumentNotBound {
 		t.Errorf("Execute after the refusal: %+v %v", again, err)
 	}
 	if d.refunds != 0 {

@@ -9,6 +9,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -86,7 +87,7 @@ func TestAttackCallBudgetComposes(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if res.Outcome != audit.OutcomeExecuted && res.Code != budget.CodeBudgetExceeded {
+				if res.Outcome != audit.OutcomeExecuted && res.Code != reason.BudgetExceeded {
 					t.Fatalf("call %d: %s %s", i, res.Outcome, res.Code)
 				}
 			}

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/audit"
-	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/failure"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // newRun returns a run budget on the desk's clock, failing the test on an
@@ -75,7 +75,7 @@ func TestBudgetRefusesBeforeTheCall(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantOutcome(t, "third call", res, audit.OutcomeRefused, budget.CodeBudgetExceeded)
+		wantOutcome(t, "third call", res, audit.OutcomeRefused, reason.BudgetExceeded)
 		if n := len(d.invocations("lookup_order")); n != 2 {
 			t.Errorf("%d effects ran, want 2: the refused call must not run", n)
 		}
@@ -83,14 +83,14 @@ func TestBudgetRefusesBeforeTheCall(t *testing.T) {
 			t.Errorf("the refusal stored %d records, want only its decision record", got-before)
 		}
 		wantHint := "no tool calls are left in this run: answer from the results already gathered"
-		if res.Hint != wantHint || res.RootCause.Code != budget.CodeBudgetExceeded || res.RootCause.Detail == "" {
+		if res.Hint != wantHint || res.RootCause.Code != reason.BudgetExceeded || res.RootCause.Detail == "" {
 			t.Errorf("refusal %+v, want the reason's hint %q", res, wantHint)
 		}
 
 		// Its decision record: refused, the code, the reason naming the
 		// budget, the snapshot, and the call.
 		refused := d.decisions(audit.Query{TraceID: "t", Outcome: audit.OutcomeRefused})
-		if len(refused) != 1 || refused[0].ID != res.DecisionID || refused[0].Code != budget.CodeBudgetExceeded || refused[0].Kind != "lookup_order" {
+		if len(refused) != 1 || refused[0].ID != res.DecisionID || refused[0].Code != reason.BudgetExceeded || refused[0].Kind != "lookup_order" {
 			t.Fatalf("refusal records %+v", refused)
 		}
 		dr := refused[0]
@@ -151,13 +151,13 @@ func TestBudgetDeadlineAndCost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantOutcome(t, "cost spent", res, audit.OutcomeRefused, budget.CodeBudgetExceeded)
+		wantOutcome(t, "cost spent", res, audit.OutcomeRefused, reason.BudgetExceeded)
 		if r, _ := refusalOf(res.refusal); r.Resource != budget.Cost {
 			t.Errorf("reason %+v, want cost", r)
 		}
 		d.clock.Advance(2 * time.Minute)
 		res, _ = d.g.Call(d.ctx, lookup("t", "A3", b))
-		if r, _ := refusalOf(res.refusal); res.Code != budget.CodeBudgetExceeded || r.Resource != budget.Deadline {
+		if r, _ := refusalOf(res.refusal); res.Code != reason.BudgetExceeded || r.Resource != budget.Deadline {
 			t.Errorf("past the deadline: %+v %+v", res, r)
 		}
 		if n := len(d.invocations("lookup_order")); n != 1 {
@@ -178,10 +178,10 @@ func TestLoopGuardAtTheGate(t *testing.T) {
 			}
 			return res
 		}
-		wantOutcome(t, "first search", search(`{"query":"refund policy"}`), audit.OutcomeExecuted, CodeEffectSucceeded)
-		wantOutcome(t, "its one retry", search(`{ "query" : "refund policy" }`), audit.OutcomeExecuted, CodeEffectSucceeded)
+		wantOutcome(t, "first search", search(`{"query":"refund policy"}`), audit.OutcomeExecuted, reason.EffectSucceeded)
+		wantOutcome(t, "its one retry", search(`{ "query" : "refund policy" }`), audit.OutcomeExecuted, reason.EffectSucceeded)
 		res := search(`{"query":"refund policy"}`)
-		wantOutcome(t, "third identical search", res, audit.OutcomeRefused, budget.CodeLoopDetected)
+		wantOutcome(t, "third identical search", res, audit.OutcomeRefused, reason.LoopDetected)
 		if n := len(d.invocations("search_kb")); n != 2 {
 			t.Errorf("%d searches ran, want 2", n)
 		}
@@ -190,7 +190,7 @@ func TestLoopGuardAtTheGate(t *testing.T) {
 			t.Errorf("tool calls used %v, want 2", used)
 		}
 		recs := d.decisions(audit.Query{TraceID: "t", Outcome: audit.OutcomeRefused})
-		if len(recs) != 1 || recs[0].Code != budget.CodeLoopDetected {
+		if len(recs) != 1 || recs[0].Code != reason.LoopDetected {
 			t.Fatalf("records %+v", recs)
 		}
 		if r := reasonIn(t, recs[0]); r["loop"] != "repeated_call" || r["tool"] != "search_kb" || r["repeats"] != 2.0 {
@@ -204,8 +204,8 @@ func TestLoopGuardAtTheGate(t *testing.T) {
 			t.Error("a loop must end the lease")
 		}
 		// Other arguments are another call; malformed ones repeat too.
-		wantOutcome(t, "another query", search(`{"query":"refund policy EU"}`), audit.OutcomeExecuted, CodeEffectSucceeded)
-		for i, want := range []blackboard.Code{CodeInvalidArguments, CodeInvalidArguments, budget.CodeLoopDetected} {
+		wantOutcome(t, "another query", search(`{"query":"refund policy EU"}`), audit.OutcomeExecuted, reason.EffectSucceeded)
+		for i, want := range []reason.Code{reason.InvalidArguments, reason.InvalidArguments, reason.LoopDetected} {
 			if res := search(`{"query":`); res.Code != want {
 				t.Errorf("malformed call %d: %s, want %s", i+1, res.Code, want)
 			}
@@ -217,9 +217,9 @@ func TestBudgetGuardFirst(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		run := newRun(t, d, budget.Limits{ToolCalls: 1})
 		b := &Budget{Run: run, Guard: newGuard(t)}
-		wantOutcome(t, "first", d.mustCall(lookup("t", "A1", b)), audit.OutcomeExecuted, CodeEffectSucceeded)
-		wantOutcome(t, "second: the guard allows it, the budget does not", d.mustCall(lookup("t", "A1", b)), audit.OutcomeRefused, budget.CodeBudgetExceeded)
-		wantOutcome(t, "third: the guard refuses first", d.mustCall(lookup("t", "A1", b)), audit.OutcomeRefused, budget.CodeLoopDetected)
+		wantOutcome(t, "first", d.mustCall(lookup("t", "A1", b)), audit.OutcomeExecuted, reason.EffectSucceeded)
+		wantOutcome(t, "second: the guard allows it, the budget does not", d.mustCall(lookup("t", "A1", b)), audit.OutcomeRefused, reason.BudgetExceeded)
+		wantOutcome(t, "third: the guard refuses first", d.mustCall(lookup("t", "A1", b)), audit.OutcomeRefused, reason.LoopDetected)
 		if s := run.Snapshot(); s.Refused[budget.ToolCalls] != 1 || s.Used[budget.ToolCalls] != 1 {
 			t.Errorf("snapshot used %v refused %v, want 1 and 1", s.Used, s.Refused)
 		}
@@ -240,10 +240,10 @@ func TestGateBudgetAndCallBudget(t *testing.T) {
 	var gateRun *budget.Run
 	onStores(t, func(t *testing.T, d *desk) {
 		callRun := newRun(t, d, budget.Limits{ToolCalls: 5})
-		wantOutcome(t, "gate's budget", d.mustCall(lookup("t", "A1", nil)), audit.OutcomeExecuted, CodeEffectSucceeded)
-		wantOutcome(t, "gate's budget, spent", d.mustCall(lookup("t", "A2", nil)), audit.OutcomeRefused, budget.CodeBudgetExceeded)
+		wantOutcome(t, "gate's budget", d.mustCall(lookup("t", "A1", nil)), audit.OutcomeExecuted, reason.EffectSucceeded)
+		wantOutcome(t, "gate's budget, spent", d.mustCall(lookup("t", "A2", nil)), audit.OutcomeRefused, reason.BudgetExceeded)
 		// The call's own budget adds to the gate's: the gate's is still spent.
-		wantOutcome(t, "the call's own", d.mustCall(lookup("t", "A3", &Budget{Run: callRun})), audit.OutcomeRefused, budget.CodeBudgetExceeded)
+		wantOutcome(t, "the call's own", d.mustCall(lookup("t", "A3", &Budget{Run: callRun})), audit.OutcomeRefused, reason.BudgetExceeded)
 		if g, c := gateRun.Snapshot().Used[budget.ToolCalls], callRun.Snapshot().Used[budget.ToolCalls]; g != 1 || c != 1 {
 			t.Errorf("gate run used %v, call run %v; want 1 and 1", g, c)
 		}
@@ -265,7 +265,7 @@ func TestBudgetParallelLanes(t *testing.T) {
 		run := newRun(t, d, budget.Limits{ToolCalls: runLimit})
 		var wg sync.WaitGroup
 		executed := make([]int, lanes)
-		codes := make([][]blackboard.Code, lanes)
+		codes := make([][]reason.Code, lanes)
 		for l := range lanes {
 			sub, err := run.Sub(budget.Limits{ToolCalls: laneLimit}, "")
 			if err != nil {

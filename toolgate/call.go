@@ -12,6 +12,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // Spec is a tool as a model is shown it: the shape of OpenAI-compatible
@@ -92,7 +93,7 @@ type Result struct {
 	// Code is the typed reason: the refusal's code (the gate's or the
 	// kernel's), APPROVAL_REQUIRED while the action waits for approval,
 	// EFFECT_SUCCEEDED once the effect ran, or the failure's code.
-	Code blackboard.Code `json:"code"`
+	Code reason.Code `json:"code"`
 	// RootCause is the deepest cause of a refusal or a failure.
 	RootCause kernel.Cause `json:"root_cause,omitzero"`
 	// Hint is a short repair hint written for the model.
@@ -203,8 +204,8 @@ func (x *executor) replay(ctx context.Context, c Call, e *entry, cc blackboard.P
 		return Result{ActionID: act.ID}, true, err
 	}
 	if n > 0 && !x.leaseOver(att) {
-		return Result{Outcome: audit.OutcomeCommitted, Code: CodeCallRunning, ActionID: act.ID, DecisionID: d.ID,
-			Hint: x.hint(ctx, e, CodeCallRunning, kernel.Cause{}, "")}, true, nil
+		return Result{Outcome: audit.OutcomeCommitted, Code: reason.CallRunning, ActionID: act.ID, DecisionID: d.ID,
+			Hint: x.hint(ctx, e, reason.CallRunning, kernel.Cause{}, "")}, true, nil
 	}
 	var given json.RawMessage
 	if len(e.Masked) > 0 {
@@ -255,7 +256,7 @@ func (x *executor) sameCall(ctx context.Context, c Call, e *entry, cc blackboard
 
 // conflict refuses a call that reuses the retry key of another call.
 func (x *executor) conflict(ctx context.Context, c Call, e *entry, cc blackboard.Payload, why string) (Result, bool, error) {
-	res, err := x.refuse(ctx, c.TraceID, e, toolLabel(c.Tool), CodeRetryKeyConflict,
+	res, err := x.refuse(ctx, c.TraceID, e, toolLabel(c.Tool), reason.RetryKeyConflict,
 		"the retry key "+quote(clip(c.RetryKey))+" was used in this trace for another call: "+why, withRawArgs(cc, c, e))
 	return res, true, err
 }

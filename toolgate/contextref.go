@@ -12,11 +12,6 @@ import (
 // compiled context of its call.
 const keyContext = "context"
 
-// CodeContextInvalid: the call's [Call.Context] names no compiled context
-// of its trace: no record, another kind or slot, another trace, or a
-// record not written by the kernel's Governor. Nothing was proposed.
-const CodeContextInvalid = blackboard.Code("CONTEXT_INVALID")
-
 // contextRef checks the compiled context a call names: an evidence record
 // of kind [audit.KindCompiledContext] in the call's trace, written with the
 // kernel's role (through the Governor, which no model or tool holds). It

@@ -13,6 +13,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // Safety is a trace's safety mode, part of its [Controls].
@@ -30,14 +31,7 @@ const (
 )
 
 // Codes of the run controls.
-const (
-	// CodeReadOnlyMode: the trace is in [SafetyReadOnly] and the tool is
-	// effectful. Nothing was proposed; an action of the tool not yet
-	// started when the trace became read-only never starts.
-	CodeReadOnlyMode = blackboard.Code("READ_ONLY_MODE")
-	// CodeToolProhibited: the trace's run controls prohibit the tool.
-	CodeToolProhibited = blackboard.Code("TOOL_PROHIBITED")
-)
+const ()
 
 // ErrLoosened is wrapped by the *controlsError of a [Gate.Restrict]
 // that would loosen a trace's run controls.
@@ -226,20 +220,20 @@ func (x *executor) restricted(ctx context.Context, traceID string) (bool, error)
 // controls forbid tool e, or "" when they do not. In a trace without
 // controls it looks up one once-key, else at most three: a read-only tool
 // is never refused for the mode.
-func (x *executor) forbidden(ctx context.Context, traceID string, e *entry) (blackboard.Code, string, error) {
+func (x *executor) forbidden(ctx context.Context, traceID string, e *entry) (reason.Code, string, error) {
 	if r, err := x.restricted(ctx, traceID); err != nil || !r {
 		return "", "", err
 	}
 	p, err := x.claimed(ctx, controlsKey(traceID, partProhibit, e.Name))
 	if err != nil || p {
-		return CodeToolProhibited, "the trace's run controls prohibit " + quote(e.Name), err
+		return reason.ToolProhibited, "the trace's run controls prohibit " + quote(e.Name), err
 	}
 	if !e.effectful() {
 		return "", "", nil
 	}
 	ro, err := x.claimed(ctx, controlsKey(traceID, partReadOnly, ""))
 	if err != nil || ro {
-		return CodeReadOnlyMode, "the trace is read-only and " + quote(e.Name) + " is effectful", err
+		return reason.ReadOnlyMode, "the trace is read-only and " + quote(e.Name) + " is effectful", err
 	}
 	return "", "", nil
 }
@@ -269,14 +263,14 @@ func (v controlsValidator) Validate(_ context.Context, c kernel.Candidate) kerne
 		return kernel.Cause{}
 	}
 	if rec.Provenance.Role != blackboard.RoleKernel {
-		return kernel.Cause{Code: CodeToolProhibited, Rule: audit.KindControls,
+		return kernel.Cause{Code: reason.ToolProhibited, Rule: audit.KindControls,
 			Detail: "the trace's latest run controls record " + rec.ID + " was not written by the gate: every tool is refused"}
 	}
 	if p, _ := rec.Payload["prohibited"].([]any); slices.Contains(p, any(e.Name)) {
-		return kernel.Cause{Code: CodeToolProhibited, Rule: audit.KindControls, Detail: "the trace's run controls prohibit " + quote(e.Name)}
+		return kernel.Cause{Code: reason.ToolProhibited, Rule: audit.KindControls, Detail: "the trace's run controls prohibit " + quote(e.Name)}
 	}
 	if m, _ := rec.Payload["mode"].(string); m == string(SafetyReadOnly) && e.effectful() {
-		return kernel.Cause{Code: CodeReadOnlyMode, Rule: audit.KindControls, Detail: "the trace is read-only and " + quote(e.Name) + " is effectful"}
+		return kernel.Cause{Code: reason.ReadOnlyMode, Rule: audit.KindControls, Detail: "the trace is read-only and " + quote(e.Name) + " is effectful"}
 	}
 	return kernel.Cause{}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // controlsRecords counts the run controls records of a trace.
@@ -106,7 +107,7 @@ func TestAttackEffectfulCallInReadOnlyTrace(t *testing.T) {
 		}
 		before := d.committedActions("issue_refund")
 		res := d.refund("t", "A1", 100)
-		wantOutcome(t, "refund in a read-only trace", res, audit.OutcomeRefused, CodeReadOnlyMode)
+		wantOutcome(t, "refund in a read-only trace", res, audit.OutcomeRefused, reason.ReadOnlyMode)
 		if res.Hint == "" || res.DecisionID == "" {
 			t.Errorf("refusal without hint or decision record: %+v", res)
 		}
@@ -120,13 +121,13 @@ func TestAttackEffectfulCallInReadOnlyTrace(t *testing.T) {
 			t.Errorf("a refund was proposed: %s", r.ID)
 		}
 		dr := d.decisions(audit.Query{TraceID: "t", Tool: "issue_refund"})
-		if len(dr) != 1 || dr[0].Code != CodeReadOnlyMode || dr[0].Context[keyPolicy] != d.g.Policy().Hash {
+		if len(dr) != 1 || dr[0].Code != reason.ReadOnlyMode || dr[0].Context[keyPolicy] != d.g.Policy().Hash {
 			t.Errorf("decision records: %+v", dr)
 		}
-		wantOutcome(t, "lookup in a read-only trace", d.call("t", "support", "", "lookup_order", `{"order_id":"A1"}`), audit.OutcomeExecuted, CodeEffectSucceeded)
+		wantOutcome(t, "lookup in a read-only trace", d.call("t", "support", "", "lookup_order", `{"order_id":"A1"}`), audit.OutcomeExecuted, reason.EffectSucceeded)
 		// Another trace is untouched.
 		d.ground("u", "A1")
-		wantOutcome(t, "refund in a normal trace", d.refund("u", "A1", 100), audit.OutcomeExecuted, CodeEffectSucceeded)
+		wantOutcome(t, "refund in a normal trace", d.refund("u", "A1", 100), audit.OutcomeExecuted, reason.EffectSucceeded)
 	})
 }
 
@@ -146,7 +147,7 @@ func TestProhibitedTool(t *testing.T) {
 			t.Errorf("surfaced %v", names)
 		}
 		res := d.call("t", "support", "", "lookup_order", `{"order_id":"A1"}`)
-		wantOutcome(t, "prohibited lookup", res, audit.OutcomeRefused, CodeToolProhibited)
+		wantOutcome(t, "prohibited lookup", res, audit.OutcomeRefused, reason.ToolProhibited)
 		if len(d.invocations("lookup_order")) != 0 {
 			t.Error("a prohibited tool ran")
 		}
@@ -170,8 +171,8 @@ func TestAttackApprovalResumedAfterReadOnly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantOutcome(t, "approved refund resumed in a read-only trace", res, audit.OutcomeRefused, CodeReadOnlyMode)
-		wantOutcome(t, "executed again", d.execute(wait.ActionID), audit.OutcomeRefused, CodeReadOnlyMode)
+		wantOutcome(t, "approved refund resumed in a read-only trace", res, audit.OutcomeRefused, reason.ReadOnlyMode)
+		wantOutcome(t, "executed again", d.execute(wait.ActionID), audit.OutcomeRefused, reason.ReadOnlyMode)
 		d.clock.Advance(2 * defaultLease)
 		if _, err := d.g.Recover(d.ctx); err != nil {
 			t.Fatal(err)
@@ -202,7 +203,7 @@ func TestRecoverHonoursProhibition(t *testing.T) {
 			t.Errorf("the refund ran %d times", n)
 		}
 		dr := d.decisions(audit.Query{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomeRefused})
-		if len(dr) != 1 || dr[0].Code != CodeToolProhibited {
+		if len(dr) != 1 || dr[0].Code != reason.ToolProhibited {
 			t.Errorf("refusals: %+v", dr)
 		}
 	})
@@ -295,8 +296,8 @@ func TestAttackForgedControlsRecord(t *testing.T) {
 		if got, err := d.g.Controls(d.ctx, "t"); err != nil || got.Safety != SafetyReadOnly {
 			t.Errorf("controls after a forged record: %+v %v", got, err)
 		}
-		wantOutcome(t, "refund", d.refund("t", "A1", 100), audit.OutcomeRefused, CodeReadOnlyMode)
-		wantOutcome(t, "lookup", d.call("t", "support", "", "lookup_order", `{"order_id":"A1"}`), audit.OutcomeRefused, CodeToolProhibited)
+		wantOutcome(t, "refund", d.refund("t", "A1", 100), audit.OutcomeRefused, reason.ReadOnlyMode)
+		wantOutcome(t, "lookup", d.call("t", "support", "", "lookup_order", `{"order_id":"A1"}`), audit.OutcomeRefused, reason.ToolProhibited)
 		if n := len(d.invocations("issue_refund")); n != 0 {
 			t.Errorf("%d refunds ran", n)
 		}
@@ -317,7 +318,7 @@ func TestAttackUndeclaredToolInReadOnlyTrace(t *testing.T) {
 			t.Errorf("surfaced %v (%v) in a read-only trace, want nothing", specNames(specs), err)
 		}
 		res := d.call("t", "researcher", "", "search_kb", `{"query":"refund"}`)
-		wantOutcome(t, "an undeclared tool in a read-only trace", res, audit.OutcomeRefused, CodeReadOnlyMode)
+		wantOutcome(t, "an undeclared tool in a read-only trace", res, audit.OutcomeRefused, reason.ReadOnlyMode)
 		if n := len(d.invocations("search_kb")); n != 0 {
 			t.Errorf("search_kb ran %d times in a read-only trace", n)
 		}

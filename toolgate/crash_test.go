@@ -25,6 +25,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -549,7 +550,7 @@ func checkCrashRun(t *testing.T, dir string, seed int64, effects int, st *crashS
 			switch {
 			case r.Slot == blackboard.Actions && r.Mode == blackboard.ModeCommit:
 				actions = append(actions, r)
-			case r.Slot == blackboard.Actions && r.Mode == blackboard.ModePropose && r.Status == blackboard.StatusInvalidated && r.Reason != blackboard.CodeSupersededByCommit:
+			case r.Slot == blackboard.Actions && r.Mode == blackboard.ModePropose && r.Status == blackboard.StatusInvalidated && r.Reason != reason.SupersededByCommit:
 				refused = append(refused, r)
 			case r.Kind != audit.KindAttempt && isEffect(r):
 				results = append(results, r)

@@ -17,6 +17,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/expr"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // Derive is a belief a tool's successful result grounds, declared on the
@@ -63,20 +64,14 @@ type Derive struct {
 	Fields map[string]string `json:"fields,omitempty"`
 }
 
-// CodeDerivationFailed: a tool's result did not let the gate evaluate a
-// [Derive] (its value is not a bool, a field cannot be evaluated): the
-// belief was not proposed. It is the code of the decision record that
-// says so, and of the [Derived] entry of the call's Result.
-const CodeDerivationFailed = blackboard.Code("DERIVATION_FAILED")
-
 // Derived is what became of one belief a call's result derives.
 type Derived struct {
 	// Belief is the belief kind.
 	Belief string `json:"belief"`
-	// Code is COMMITTED (blackboard.CodeCommitted) when the kernel committed the belief, the
+	// Code is COMMITTED (reason.Committed) when the kernel committed the belief, the
 	// kernel's refusal code when it refused it (STALE_EVIDENCE, ...), or
 	// DERIVATION_FAILED when the rule could not be evaluated.
-	Code blackboard.Code `json:"code"`
+	Code reason.Code `json:"code"`
 	// Value is the belief's truth value as derived (false when the
 	// derivation failed).
 	Value bool `json:"value"`
@@ -250,9 +245,9 @@ func (x *executor) derive(ctx context.Context, j *job, resultID string, output b
 		// DERIVATION_FAILED record saying why.
 		failed := func(detail string) error {
 			dr, err := audit.Append(ctx, j.e.deriver.gov, audit.Entry{TraceID: j.trace, Kind: d.Belief,
-				Outcome: audit.OutcomeRefused, Code: CodeDerivationFailed, Detail: detail, Context: cc})
+				Outcome: audit.OutcomeRefused, Code: reason.DerivationFailed, Detail: detail, Context: cc})
 			if err == nil {
-				out = append(out, Derived{Belief: d.Belief, Code: CodeDerivationFailed, DecisionID: dr.ID, Detail: detail})
+				out = append(out, Derived{Belief: d.Belief, Code: reason.DerivationFailed, DecisionID: dr.ID, Detail: detail})
 			}
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store/memstore"
 )
 
@@ -81,11 +82,11 @@ func TestDeriveCommits(t *testing.T) {
 	ctx := context.Background()
 	g, refunds := deriveDesk(t, refundDue, goodOrder)
 	res := callGate(t, g, "t1", "lookup_order", `{"order_id":"A1"}`)
-	if res.Code != CodeEffectSucceeded || len(res.Derived) != 1 {
+	if res.Code != reason.EffectSucceeded || len(res.Derived) != 1 {
 		t.Fatalf("lookup: %+v", res)
 	}
 	dv := res.Derived[0]
-	if dv.Code != blackboard.CodeCommitted || !dv.Value || dv.Belief != "refund_due" || dv.BeliefID == "" || dv.DecisionID == "" {
+	if dv.Code != reason.Committed || !dv.Value || dv.Belief != "refund_due" || dv.BeliefID == "" || dv.DecisionID == "" {
 		t.Fatalf("derived %+v", dv)
 	}
 	b, err := g.Kernel().Tool("test").Get(ctx, dv.BeliefID)
@@ -125,13 +126,13 @@ func TestDeriveCommits(t *testing.T) {
 			t.Fatal(err)
 		}
 		if d.Kind == "refund_due" {
-			found = d.Code == blackboard.CodeCommitted && d.Context["derived_from"] != nil && d.Context["tool"] == "lookup_order"
+			found = d.Code == reason.Committed && d.Context["derived_from"] != nil && d.Context["tool"] == "lookup_order"
 		}
 	}
 	if !found {
 		t.Error("no decision record of the derived belief naming its result")
 	}
-	if r := callGate(t, g, "t1", "issue_refund", `{"order_id":"A1","amount":50}`); r.Code != CodeEffectSucceeded || *refunds != 1 {
+	if r := callGate(t, g, "t1", "issue_refund", `{"order_id":"A1","amount":50}`); r.Code != reason.EffectSucceeded || *refunds != 1 {
 		t.Errorf("refund on the derived belief: %+v", r)
 	}
 	// Another trace has no belief: the refund is refused.
@@ -149,7 +150,7 @@ func TestDeriveFalse(t *testing.T) {
 		return o
 	})
 	res := callGate(t, g, "t", "lookup_order", `{"order_id":"A1"}`)
-	if len(res.Derived) != 1 || res.Derived[0].Code != blackboard.CodeCommitted || res.Derived[0].Value {
+	if len(res.Derived) != 1 || res.Derived[0].Code != reason.Committed || res.Derived[0].Value {
 		t.Fatalf("derived %+v", res.Derived)
 	}
 	if r := callGate(t, g, "t", "issue_refund", `{"order_id":"A1","amount":1}`); r.Outcome != audit.OutcomeRefused || *refunds != 0 {
@@ -176,11 +177,11 @@ func TestDeriveFailsClosed(t *testing.T) {
 			ctx := context.Background()
 			g, refunds := deriveDesk(t, tc.d, tc.answer)
 			res := callGate(t, g, "t", "lookup_order", `{"order_id":"A1"}`)
-			if res.Code != CodeEffectSucceeded || len(res.Derived) != 1 {
+			if res.Code != reason.EffectSucceeded || len(res.Derived) != 1 {
 				t.Fatalf("lookup: %+v", res)
 			}
 			dv := res.Derived[0]
-			if dv.Code != CodeDerivationFailed || dv.Code == blackboard.CodeCommitted || dv.BeliefID != "" || !strings.Contains(dv.Detail, tc.why) {
+			if dv.Code != reason.DerivationFailed || dv.Code == reason.Committed || dv.BeliefID != "" || !strings.Contains(dv.Detail, tc.why) {
 				t.Errorf("derived %+v, want DERIVATION_FAILED saying %q", dv, tc.why)
 			}
 			v, err := g.Kernel().Reader().View(ctx, "t", kernel.ViewOptions{})
@@ -197,7 +198,7 @@ func TestDeriveFailsClosed(t *testing.T) {
 				}
 				rec = d
 			}
-			if rec.Code != CodeDerivationFailed || rec.Kind != "refund_due" || rec.ID != dv.DecisionID || rec.Context[keyPolicy] != g.Policy().Hash {
+			if rec.Code != reason.DerivationFailed || rec.Kind != "refund_due" || rec.ID != dv.DecisionID || rec.Context[keyPolicy] != g.Policy().Hash {
 				t.Errorf("decision record %+v", rec)
 			}
 			if r := callGate(t, g, "t", "issue_refund", `{"order_id":"A1","amount":1}`); r.Outcome != audit.OutcomeRefused || *refunds != 0 {
@@ -211,15 +212,15 @@ func TestDeriveFailsClosed(t *testing.T) {
 // belief: a result flagged stale, conflicting or unreliable grounds none,
 // and the Result says why.
 func TestDeriveKernelRefuses(t *testing.T) {
-	for flag, code := range map[string]blackboard.Code{
-		"stale":          blackboard.CodeStaleEvidence,
-		"conflict":       blackboard.CodeUnresolvedConflict,
-		"low_confidence": blackboard.CodeLowConfidence,
+	for flag, code := range map[string]reason.Code{
+		"stale":          reason.StaleEvidence,
+		"conflict":       reason.UnresolvedConflict,
+		"low_confidence": reason.LowConfidence,
 	} {
 		t.Run(flag, func(t *testing.T) {
 			g, refunds := deriveDesk(t, refundDue, func(id string) order { o := goodOrder(id); o[flag] = true; return o })
 			res := callGate(t, g, "t", "lookup_order", `{"order_id":"A1"}`)
-			if len(res.Derived) != 1 || res.Derived[0].Code != code || res.Derived[0].BeliefID != "" || res.Derived[0].Code == blackboard.CodeCommitted {
+			if len(res.Derived) != 1 || res.Derived[0].Code != code || res.Derived[0].BeliefID != "" || res.Derived[0].Code == reason.Committed {
 				t.Fatalf("derived %+v, want %s", res.Derived, code)
 			}
 			if r := callGate(t, g, "t", "issue_refund", `{"order_id":"A1","amount":1}`); r.Outcome != audit.OutcomeRefused || *refunds != 0 {
@@ -275,7 +276,7 @@ func TestDeriveOwnerSpecWins(t *testing.T) {
 	}
 	defer g.Close()
 	res := callGate(t, g, "t", "lookup_order", `{"order_id":"A1"}`)
-	if len(res.Derived) != 1 || res.Derived[0].Code == blackboard.CodeCommitted {
+	if len(res.Derived) != 1 || res.Derived[0].Code == reason.Committed {
 		t.Errorf("derived %+v, want refused: the owner's spec asks for a payment percept", res.Derived)
 	}
 }

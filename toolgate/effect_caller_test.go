@@ -8,6 +8,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -75,7 +76,7 @@ func TestCallerDrivenCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantOutcome(t, "a call without its effect", res, audit.OutcomeRefused, CodeEffectUnavailable)
+	wantOutcome(t, "a call without its effect", res, audit.OutcomeRefused, reason.EffectUnavailable)
 	if res.Hint == "" || len(d.records()) != before {
 		t.Fatalf("hint %q, %d records written, want a hint and none", res.Hint, len(d.records())-before)
 	}
@@ -84,7 +85,7 @@ func TestCallerDrivenCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantOutcome(t, "a call with its effect", res, audit.OutcomeExecuted, CodeEffectSucceeded)
+	wantOutcome(t, "a call with its effect", res, audit.OutcomeExecuted, reason.EffectSucceeded)
 	if len(f.runs) != 1 || len(f.ctxs) != 1 || f.ctxs[0].Key != f.runs[0].Key || f.runs[0].Key == "" {
 		t.Fatalf("runs %+v, context invocations %+v: want one run, its Invocation in its context", f.runs, f.ctxs)
 	}
@@ -138,16 +139,16 @@ func TestAttackCallerEffectBurned(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantOutcome(t, "the call", res, audit.OutcomePendingApproval, CodeApprovalRequired)
+		wantOutcome(t, "the call", res, audit.OutcomePendingApproval, reason.ApprovalRequired)
 		out, err := d.g.Approver("human:lead").Resolve(d.ctx, audit.Approval{TraceID: "t1", ActionID: res.ActionID, Digest: res.ArgsDigest, Decision: audit.Approved, Note: "ok"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantOutcome(t, "Resolve", out, audit.OutcomeRefused, CodeEffectUnavailable)
+		wantOutcome(t, "Resolve", out, audit.OutcomeRefused, reason.EffectUnavailable)
 		if out.ActionID != res.ActionID {
 			t.Fatalf("Resolve names %q, want %q", out.ActionID, res.ActionID)
 		}
-		wantOutcome(t, "Execute", d.execute(res.ActionID), audit.OutcomeRefused, CodeEffectUnavailable)
+		wantOutcome(t, "Execute", d.execute(res.ActionID), audit.OutcomeRefused, reason.EffectUnavailable)
 		d.clock.Advance(2 * d.g.Lease())
 		if rs, err := d.g.Recover(d.ctx); err != nil || len(rs) != 0 {
 			t.Fatalf("Recover: %+v %v, want nothing driven", rs, err)
@@ -165,7 +166,7 @@ func TestAttackCallerEffectBurned(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantOutcome(t, "the caller's retry", res, audit.OutcomeExecuted, CodeEffectSucceeded)
+		wantOutcome(t, "the caller's retry", res, audit.OutcomeExecuted, reason.EffectSucceeded)
 		if len(f.runs) != 1 {
 			t.Fatalf("the framework's tool ran %d times, want 1", len(f.runs))
 		}
@@ -202,7 +203,7 @@ func TestCallerDrivenCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantOutcome(t, "the caller's retry", res, audit.OutcomeExecuted, CodeEffectSucceeded)
+	wantOutcome(t, "the caller's retry", res, audit.OutcomeExecuted, reason.EffectSucceeded)
 	if len(f.runs) != 1 || f.runs[0].Key != dying.runs[0].Key || f.runs[0].Attempt != 2 {
 		t.Fatalf("re-driven %+v after %+v: want attempt 2 with the same key", f.runs, dying.runs)
 	}
@@ -222,7 +223,7 @@ func TestCallerDrivenCrash(t *testing.T) {
 	if err != nil || len(rs) != 1 {
 		t.Fatalf("Recover: %+v %v", rs, err)
 	}
-	wantOutcome(t, "an unkeyed attempt left", rs[0], audit.OutcomeFailed, CodeEffectUnknown)
+	wantOutcome(t, "an unkeyed attempt left", rs[0], audit.OutcomeFailed, reason.EffectUnknown)
 }
 
 // A denial needs no effect: Resolve escalates a caller-driven call as any
@@ -240,7 +241,7 @@ func TestCallerDrivenDenied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantOutcome(t, "Resolve deny", out, audit.OutcomeRefused, CodeApprovalDenied)
+	wantOutcome(t, "Resolve deny", out, audit.OutcomeRefused, reason.ApprovalDenied)
 	if out.FallbackID == "" {
 		t.Fatal("no fallback committed")
 	}
@@ -248,7 +249,7 @@ func TestCallerDrivenDenied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantOutcome(t, "the caller's retry", res, audit.OutcomeRefused, CodeApprovalDenied)
+	wantOutcome(t, "the caller's retry", res, audit.OutcomeRefused, reason.ApprovalDenied)
 	if len(f.runs) != 0 {
 		t.Fatalf("the framework's tool ran %d times after a denial", len(f.runs))
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
@@ -16,7 +17,7 @@ import (
 
 // fullEffect sets every field of an Effect.
 var fullEffect = audit.Effect{Status: audit.StatusFailed, Tool: "issue_refund", ActionID: "actions:t:4", Key: "desk/actions:t:4", Attempt: 3,
-	Code: CodeRetriesExhausted, Approval: "evidence:t:5", Approver: "human:alice", Note: "ok", Error: "gateway timeout",
+	Code: reason.RetriesExhausted, Approval: "evidence:t:5", Approver: "human:alice", Note: "ok", Error: "gateway timeout",
 	ExecutionStatus: failure.StatusNetwork, Category: failure.Category("network"), Retryable: true,
 	LeaseUntilMS: 1_735_689_600_123, PreviousError: "connection reset"}
 
@@ -72,7 +73,7 @@ func TestEffectOfRefusesForgeries(t *testing.T) {
 	}
 	ctx := context.Background()
 	real := fullEffect
-	real.Status, real.Code = audit.StatusSucceeded, CodeEffectSucceeded
+	real.Status, real.Code = audit.StatusSucceeded, reason.EffectSucceeded
 	write := func(w kernel.Handle, e kernel.Entry) blackboard.Record {
 		t.Helper()
 		e.TraceID = "t"

@@ -13,6 +13,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/telemetry"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // How long a driver waits between looks at an attempt another driver
@@ -109,10 +110,10 @@ func (x *executor) executeAction(ctx context.Context, e *entry, act blackboard.R
 	// the caller or intent may no longer do does not start.
 	// The refusal is for good, so that Recover does not come back to it.
 	if r := x.g.contracts[caller]; r == nil || !r.tools[e.Name] {
-		return x.refuseForGood(ctx, j, CodeToolNotPermitted, "the contract of "+quote(caller)+" no longer lists "+quote(e.Name))
+		return x.refuseForGood(ctx, j, reason.ToolNotPermitted, "the contract of "+quote(caller)+" no longer lists "+quote(e.Name))
 	}
 	if x.g.intents != nil && !x.g.intents[intent][e.Name] {
-		return x.refuseForGood(ctx, j, CodeToolNotForIntent, "intent "+quote(intent)+" no longer lists "+quote(e.Name))
+		return x.refuseForGood(ctx, j, reason.ToolNotForIntent, "intent "+quote(intent)+" no longer lists "+quote(e.Name))
 	}
 	n, first, err := x.lastAttempt(ctx, j, 1)
 	if err != nil {
@@ -197,9 +198,9 @@ func (x *executor) recheck(ctx context.Context, j *job) (res Result, refused boo
 // checkGiven compares the arguments a caller is about to run with the
 // committed ones. refused reports a refusal.
 func (x *executor) checkGiven(ctx context.Context, j *job, needApproval bool, given json.RawMessage) (res Result, refused bool, err error) {
-	code := CodeArgumentsChanged
+	code := reason.ArgumentsChanged
 	if needApproval {
-		code = CodeApprovalMismatch
+		code = reason.ApprovalMismatch
 	}
 	var args map[string]any
 	if err := json.Unmarshal(given, &args); err != nil || args == nil {

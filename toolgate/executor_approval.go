@@ -8,6 +8,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // approvals streams the approval records of action actionID in trace
@@ -51,10 +52,10 @@ func (x *executor) checkApproval(ctx context.Context, j *job) (res Result, done 
 	a, _ := audit.ApprovalOf(*latest)
 	switch {
 	case a.Decision != audit.Approved:
-		res, err := x.escalate(ctx, j, CodeApprovalDenied, *latest)
+		res, err := x.escalate(ctx, j, reason.ApprovalDenied, *latest)
 		return res, true, err
 	case latest.Expired(x.k.Now()):
-		res, err := x.escalate(ctx, j, CodeApprovalExpired, *latest)
+		res, err := x.escalate(ctx, j, reason.ApprovalExpired, *latest)
 		if errors.Is(err, errSuperseded) && !j.superseded {
 			// A person gave a new decision on the action between this
 			// driver's read and its write: act on that one, once.
@@ -70,12 +71,12 @@ func (x *executor) checkApproval(ctx context.Context, j *job) (res Result, done 
 	if a.Digest != want {
 		// Approve binds the digest when it records the approval; this
 		// holds unless the record was tampered with.
-		res, err := x.refuseForGood(ctx, j, CodeApprovalMismatch, "approval "+a.ID+" binds digest "+a.Digest+", the action's is "+want)
+		res, err := x.refuseForGood(ctx, j, reason.ApprovalMismatch, "approval "+a.ID+" binds digest "+a.Digest+", the action's is "+want)
 		return res, true, err
 	}
 	if caller, _ := j.cc["caller"].(string); a.Approver == audit.CallerWriter(caller) {
 		// Approve refuses this; it holds unless the record was forged.
-		res, err := x.refuseForGood(ctx, j, CodeApprovalMismatch, "approval "+a.ID+" is by the action's own proposer")
+		res, err := x.refuseForGood(ctx, j, reason.ApprovalMismatch, "approval "+a.ID+" is by the action's own proposer")
 		return res, true, err
 	}
 	j.approval = a.ID
@@ -89,13 +90,13 @@ var errSuperseded = errors.New("toolgate: the expired approval was superseded by
 
 // escalate records that the action will not run and submits the safe
 // fallback.
-func (x *executor) escalate(ctx context.Context, j *job, code blackboard.Code, approval blackboard.Record) (Result, error) {
+func (x *executor) escalate(ctx context.Context, j *job, code reason.Code, approval blackboard.Record) (Result, error) {
 	w, err := x.writeEscalation(ctx, j, code, approval)
 	if err == nil {
 		x.effectRecorded(ctx, j, audit.StatusEscalated, code)
 	}
 	if errors.Is(err, blackboard.ErrDuplicateKey) {
-		if code == CodeApprovalExpired {
+		if code == reason.ApprovalExpired {
 			if _, ok, rerr := x.resultOf(ctx, j); rerr == nil && !ok {
 				return Result{ActionID: j.act.ID}, errSuperseded
 			}
@@ -113,10 +114,10 @@ func (x *executor) escalate(ctx context.Context, j *job, code blackboard.Code, a
 // approval's escalation also claims the approval's use, the key a new
 // decision superseding it claims too, so that of the two only one is
 // written: never a fallback beside a fresh approval.
-func (x *executor) writeEscalation(ctx context.Context, j *job, code blackboard.Code, rec blackboard.Record) (wrote, error) {
+func (x *executor) writeEscalation(ctx context.Context, j *job, code reason.Code, rec blackboard.Record) (wrote, error) {
 	approval, _ := audit.ApprovalOf(rec)
 	keys := []string{j.resultKey()}
-	if code == CodeApprovalExpired && escalationClaimsApproval() {
+	if code == reason.ApprovalExpired && escalationClaimsApproval() {
 		keys = append(keys, approvalKey(rec.ID))
 	}
 	eff := j.effect(audit.StatusEscalated, 0, code)
@@ -137,7 +138,7 @@ func (x *executor) writeEscalation(ctx context.Context, j *job, code blackboard.
 // so that no later Execute or Recover starts it, with its decision record
 // in the same write. When another driver took one of the keys first, its
 // result, or its running attempt, wins.
-func (x *executor) refuseForGood(ctx context.Context, j *job, code blackboard.Code, detail string, keys ...string) (Result, error) {
+func (x *executor) refuseForGood(ctx context.Context, j *job, code reason.Code, detail string, keys ...string) (Result, error) {
 	eff := j.effect(audit.StatusRefused, 0, code)
 	eff.Error = detail
 	cc := j.cc.Clone()

@@ -17,6 +17,7 @@ import (
 	pause "github.com/blackboardkernel/bk/internal/wait"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/mask"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // lastAttempt returns the highest attempt number started for the job's
@@ -129,7 +130,7 @@ func (x *executor) run(ctx context.Context, j *job) (Result, error) {
 			if n == mine && lastErr != nil {
 				detail = x.errorText(ctx, j, lastErr)
 			}
-			return x.finish(ctx, j, n, att, nil, CodeRetriesExhausted, detail)
+			return x.finish(ctx, j, n, att, nil, reason.RetriesExhausted, detail)
 		}
 		if j.fn == nil && callerEffectNeeded() {
 			// A caller-driven tool's attempt n (begun and left by a
@@ -148,10 +149,10 @@ func (x *executor) run(ctx context.Context, j *job) (Result, error) {
 			}
 			// Nothing is recorded: the action is unchanged, and Recover,
 			// which comes back to it on every pass, adds no record.
-			root := kernel.Cause{Code: CodeMaskedUnavailable, Record: j.act.ID,
+			root := kernel.Cause{Code: reason.MaskedUnavailable, Record: j.act.ID,
 				Detail: "the masked fields " + quote(strings.Join(j.e.Masked, ", ")) + " are not stored; Resume the call with its arguments"}
-			return Result{Outcome: audit.OutcomeRefused, Code: CodeMaskedUnavailable, RootCause: root, ActionID: j.act.ID,
-				Hint: x.hint(ctx, j.e, CodeMaskedUnavailable, root, "")}, nil
+			return Result{Outcome: audit.OutcomeRefused, Code: reason.MaskedUnavailable, RootCause: root, ActionID: j.act.ID,
+				Hint: x.hint(ctx, j.e, reason.MaskedUnavailable, root, "")}, nil
 		}
 		if j.approval == "" && n > 0 {
 			j.approval = effectOf(att).Approval
@@ -165,7 +166,7 @@ func (x *executor) run(ctx context.Context, j *job) (Result, error) {
 			if _, err := x.gov.ClaimedBy(ctx, j.attemptKey(n+1)); errors.Is(err, blackboard.ErrNotFound) {
 				// Not the attempt but the approval was taken: it was
 				// consumed already, by another action's attempt.
-				return x.refuseAction(ctx, j, CodeApprovalRequired, "approval "+j.approval+" was already used")
+				return x.refuseAction(ctx, j, reason.ApprovalRequired, "approval "+j.approval+" was already used")
 			}
 			continue // another driver started attempt n+1
 		}
@@ -189,10 +190,10 @@ func (x *executor) run(ctx context.Context, j *job) (Result, error) {
 			if j.e.Expect != nil {
 				if err := failure.Evaluate(out, *j.e.Expect); err != nil {
 					j.failure = failure.Classify(err)
-					return x.finish(ctx, j, mine, rec, nil, CodeEffectIncomplete, j.failure.Message())
+					return x.finish(ctx, j, mine, rec, nil, reason.EffectIncomplete, j.failure.Message())
 				}
 			}
-			return x.finish(ctx, j, mine, rec, out, CodeEffectSucceeded, "")
+			return x.finish(ctx, j, mine, rec, out, reason.EffectSucceeded, "")
 		}
 		if p := (*errPanicked)(nil); errors.As(effErr, &p) && panicUnknown() {
 			// The effect may have acted before it panicked (the money
@@ -211,10 +212,10 @@ func (x *executor) run(ctx context.Context, j *job) (Result, error) {
 			return x.unknown(ctx, j, mine, rec)
 		}
 		if !isRetryable(effErr) {
-			return x.finish(ctx, j, mine, rec, nil, CodeEffectFailed, x.errorText(ctx, j, effErr))
+			return x.finish(ctx, j, mine, rec, nil, reason.EffectFailed, x.errorText(ctx, j, effErr))
 		}
 		if mine >= pol.MaxAttempts {
-			return x.finish(ctx, j, mine, rec, nil, CodeRetriesExhausted, x.errorText(ctx, j, effErr))
+			return x.finish(ctx, j, mine, rec, nil, reason.RetriesExhausted, x.errorText(ctx, j, effErr))
 		}
 		lastErr = effErr
 		if err := pause.Sleep(ctx, backoff(pol, mine)); err != nil {
@@ -285,10 +286,10 @@ func (x *executor) invoke(ctx context.Context, j *job, n int, left time.Duration
 // its approval, once-key and retry key stay for the caller's retry, and
 // Recover, which comes back to it on every pass, adds no record.
 func (x *executor) effectUnavailable(ctx context.Context, j *job) Result {
-	root := kernel.Cause{Code: CodeEffectUnavailable, Record: j.act.ID,
+	root := kernel.Cause{Code: reason.EffectUnavailable, Record: j.act.ID,
 		Detail: quote(j.e.Name) + " is caller-driven: its caller runs it, by calling it again under the same retry key with its effect"}
-	return Result{Outcome: audit.OutcomeRefused, Code: CodeEffectUnavailable, RootCause: root, ActionID: j.act.ID,
-		Hint: x.hint(ctx, j.e, CodeEffectUnavailable, root, "")}
+	return Result{Outcome: audit.OutcomeRefused, Code: reason.EffectUnavailable, RootCause: root, ActionID: j.act.ID,
+		Hint: x.hint(ctx, j.e, reason.EffectUnavailable, root, "")}
 }
 
 // errRanPastLease is the error of an effect without a key the world
@@ -306,8 +307,8 @@ func (e errRanPastLease) Unwrap() error { return e.err }
 func (x *executor) unknown(ctx context.Context, j *job, n int, att blackboard.Record) (Result, error) {
 	detail := "attempt " + strconv.Itoa(n) + " began and left no result; " + quote(j.e.Name) +
 		" has no once-key and is not Idempotent, so it is not started again: check whether it took effect"
-	j.failure = failure.New(failure.StatusUnknown, string(CodeEffectUnknown)+": "+detail).WithRetryable(false)
-	return x.finish(ctx, j, n, att, nil, CodeEffectUnknown, detail)
+	j.failure = failure.New(failure.StatusUnknown, string(reason.EffectUnknown)+": "+detail).WithRetryable(false)
+	return x.finish(ctx, j, n, att, nil, reason.EffectUnknown, detail)
 }
 
 // panicked records that the effect of attempt n panicked: it may have
@@ -319,15 +320,15 @@ func (x *executor) unknown(ctx context.Context, j *job, n int, att blackboard.Re
 func (x *executor) panicked(ctx context.Context, j *job, n int, att blackboard.Record) (Result, error) {
 	detail := "attempt " + strconv.Itoa(n) + " panicked; it may have taken effect before it did, so " + quote(j.e.Name) +
 		" is not started again: check whether it took effect"
-	j.failure = failure.New(failure.StatusUnknown, string(CodeEffectUnknown)+": "+detail).WithRetryable(false)
-	return x.finish(ctx, j, n, att, nil, CodeEffectUnknown, detail)
+	j.failure = failure.New(failure.StatusUnknown, string(reason.EffectUnknown)+": "+detail).WithRetryable(false)
+	return x.finish(ctx, j, n, att, nil, reason.EffectUnknown, detail)
 }
 
 // finish records the job's result, claiming the result key, with its
 // decision record in the same write: a success under the tool's result
 // kind (the output at the top level), anything else as a failure. A
 // result another driver recorded first wins and is returned.
-func (x *executor) finish(ctx context.Context, j *job, n int, att blackboard.Record, out blackboard.Payload, code blackboard.Code, detail string) (Result, error) {
+func (x *executor) finish(ctx context.Context, j *job, n int, att blackboard.Record, out blackboard.Payload, code reason.Code, detail string) (Result, error) {
 	refs := make([]string, 1, 2)
 	refs[0] = j.act.ID
 	if att.ID != "" {
@@ -342,13 +343,13 @@ func (x *executor) finish(ctx context.Context, j *job, n int, att blackboard.Rec
 	// shallow copy leaves j.cc as it was (the kernel copies what it stores).
 	dr := audit.Entry{Kind: j.e.action(), Approvals: approvals, Context: maps.Clone(j.cc)}
 	dr.Context["attempt"] = float64(n) // as the kernel stores it
-	if code == CodeEffectSucceeded {
+	if code == reason.EffectSucceeded {
 		if _, reserved := out[audit.KeyEffect]; reserved {
-			return x.finish(ctx, j, n, att, nil, CodeOutputInvalid, "the output uses the reserved key "+quote(audit.KeyEffect))
+			return x.finish(ctx, j, n, att, nil, reason.OutputInvalid, "the output uses the reserved key "+quote(audit.KeyEffect))
 		}
 		payload, err := x.g.mask.payload(ctx, j.trace, out.Clone(), j.e.Masked)
 		if err != nil {
-			return x.finish(ctx, j, n, att, nil, CodeOutputInvalid, "the output cannot be masked: a masked field is not a JSON value")
+			return x.finish(ctx, j, n, att, nil, reason.OutputInvalid, "the output cannot be masked: a masked field is not a JSON value")
 		}
 		if payload == nil {
 			payload = blackboard.Payload{}
@@ -375,7 +376,7 @@ func (x *executor) finish(ctx context.Context, j *job, n int, att blackboard.Rec
 	})
 	if err == nil {
 		status := audit.StatusSucceeded
-		if code != CodeEffectSucceeded {
+		if code != reason.EffectSucceeded {
 			status = audit.StatusFailed
 		}
 		x.effectRecorded(ctx, j, status, code)
@@ -383,13 +384,13 @@ func (x *executor) finish(ctx context.Context, j *job, n int, att blackboard.Rec
 	switch {
 	case errors.Is(err, blackboard.ErrDuplicateKey):
 		return x.recordedByKey(ctx, j)
-	case code == CodeEffectSucceeded && (errors.Is(err, blackboard.ErrInvalidPayload) || errors.Is(err, kernel.ErrPayloadTooLarge)):
-		return x.finish(ctx, j, n, att, nil, CodeOutputInvalid, outputProblem(err))
+	case code == reason.EffectSucceeded && (errors.Is(err, blackboard.ErrInvalidPayload) || errors.Is(err, kernel.ErrPayloadTooLarge)):
+		return x.finish(ctx, j, n, att, nil, reason.OutputInvalid, outputProblem(err))
 	case err != nil:
 		return Result{ActionID: j.act.ID}, err
 	}
 	res, err := x.result(ctx, j, w.rec, dr.ID)
-	if err == nil && code == CodeEffectSucceeded {
+	if err == nil && code == reason.EffectSucceeded {
 		// Derived beliefs rest on the output as stored (masked); the
 		// caller gets its real values.
 		res.Derived, err = x.derive(ctx, j, w.ID, res.Output)

@@ -8,6 +8,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // Reading what the gate recorded about an action: its commit, its
@@ -80,7 +81,7 @@ func (x *executor) resultOf(ctx context.Context, j *job) (string, bool, error) {
 }
 
 // refuseAction records an execution-time refusal of a committed action.
-func (x *executor) refuseAction(ctx context.Context, j *job, code blackboard.Code, detail string) (Result, error) {
+func (x *executor) refuseAction(ctx context.Context, j *job, code reason.Code, detail string) (Result, error) {
 	dr, err := audit.Append(ctx, x.planner.gov, audit.Entry{TraceID: j.trace, Kind: j.e.action(), Subject: j.act.ID,
 		Outcome: audit.OutcomeRefused, Code: code, Detail: detail, Context: j.cc})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // An action's recorded result as its caller gets it: read or just written,
@@ -92,7 +93,7 @@ func (x *executor) result(ctx context.Context, j *job, rec blackboard.Record, de
 // ensureFallback returns the safe fallback that escalates the action,
 // submitting it if it is missing (the first time, or after a crash between
 // the escalation and the fallback).
-func (x *executor) ensureFallback(ctx context.Context, j *job, code blackboard.Code) (string, error) {
+func (x *executor) ensureFallback(ctx context.Context, j *job, code reason.Code) (string, error) {
 	if id, _, err := x.fallbackOf(ctx, j); err != nil || id != "" {
 		return id, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
@@ -53,7 +54,7 @@ func TestRetries(t *testing.T) {
 		})
 		d.ground("t", "A1")
 		res := d.refund("t", "A1", 10)
-		wantOutcome(t, "flaky refund", res, audit.OutcomeExecuted, CodeEffectSucceeded)
+		wantOutcome(t, "flaky refund", res, audit.OutcomeExecuted, reason.EffectSucceeded)
 		calls := d.invocations("issue_refund")
 		if len(calls) != 3 {
 			t.Fatalf("%d calls, want 3", len(calls))
@@ -93,7 +94,7 @@ func TestRetriesExhausted(t *testing.T) {
 		})
 		d.ground("t", "A1")
 		res := d.refund("t", "A1", 10)
-		wantOutcome(t, "always flaky", res, audit.OutcomeFailed, CodeRetriesExhausted)
+		wantOutcome(t, "always flaky", res, audit.OutcomeFailed, reason.RetriesExhausted)
 		if res.RootCause.Detail != errorKind(errFlaky) || !strings.Contains(res.Hint, "kept failing") {
 			t.Errorf("root %+v hint %q", res.RootCause, res.Hint)
 		}
@@ -104,11 +105,11 @@ func TestRetriesExhausted(t *testing.T) {
 			t.Error("a failure must be recorded as effect_failed, not as a refund")
 		}
 		recs := d.decisions(audit.Query{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomeFailed})
-		if len(recs) != 1 || recs[0].Code != CodeRetriesExhausted || recs[0].ID != res.DecisionID {
+		if len(recs) != 1 || recs[0].Code != reason.RetriesExhausted || recs[0].ID != res.DecisionID {
 			t.Errorf("failure records %+v", recs)
 		}
 		again := d.execute(res.ActionID)
-		if again.Outcome != audit.OutcomeFailed || again.Code != CodeRetriesExhausted || len(d.invocations("issue_refund")) != 3 {
+		if again.Outcome != audit.OutcomeFailed || again.Code != reason.RetriesExhausted || len(d.invocations("issue_refund")) != 3 {
 			t.Errorf("execute after the failure: %+v (%d calls)", again, len(d.invocations("issue_refund")))
 		}
 	})
@@ -129,13 +130,13 @@ func TestPermanentFailures(t *testing.T) {
 				}
 				if name == "panic" {
 					// It may have acted before it panicked.
-					wantOutcome(t, name, res, audit.OutcomeFailed, CodeEffectUnknown)
+					wantOutcome(t, name, res, audit.OutcomeFailed, reason.EffectUnknown)
 					if !strings.Contains(res.Hint, "not known") || res.RootCause.Detail == "" {
 						t.Errorf("hint %q root %+v", res.Hint, res.RootCause)
 					}
 					return
 				}
-				wantOutcome(t, name, res, audit.OutcomeFailed, CodeEffectFailed)
+				wantOutcome(t, name, res, audit.OutcomeFailed, reason.EffectFailed)
 				if !strings.Contains(res.Hint, "The tool failed") || res.RootCause.Detail == "" {
 					t.Errorf("hint %q root %+v", res.Hint, res.RootCause)
 				}
@@ -151,7 +152,7 @@ func TestOutputInvalid(t *testing.T) {
 		})
 		d.ground("t", "A1")
 		res := d.refund("t", "A1", 10)
-		wantOutcome(t, "output with the reserved key", res, audit.OutcomeFailed, CodeOutputInvalid)
+		wantOutcome(t, "output with the reserved key", res, audit.OutcomeFailed, reason.OutputInvalid)
 		d.execute(res.ActionID)
 		if n := len(d.invocations("issue_refund")); n != 1 {
 			t.Errorf("%d calls, want 1: an effect that ran is not run again", n)
@@ -171,11 +172,11 @@ func TestResultAlreadyRecorded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := d.g.x.finish(d.ctx, j, 1, att, blackboard.Payload{"refund_id": "re_elsewhere"}, CodeEffectSucceeded, ""); err != nil {
+		if _, err := d.g.x.finish(d.ctx, j, 1, att, blackboard.Payload{"refund_id": "re_elsewhere"}, reason.EffectSucceeded, ""); err != nil {
 			t.Fatal(err)
 		}
 		res := d.execute(wait.ActionID)
-		wantOutcome(t, "execute after another process finished", res, audit.OutcomeExecuted, CodeEffectSucceeded)
+		wantOutcome(t, "execute after another process finished", res, audit.OutcomeExecuted, reason.EffectSucceeded)
 		if res.Output["refund_id"] != "re_elsewhere" {
 			t.Errorf("output %v, want the recorded one", res.Output)
 		}
@@ -240,7 +241,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 			if err != nil || len(res) != 1 {
 				t.Fatalf("Recover: %+v %v", res, err)
 			}
-			wantOutcome(t, "recovered", res[0], audit.OutcomeExecuted, CodeEffectSucceeded)
+			wantOutcome(t, "recovered", res[0], audit.OutcomeExecuted, reason.EffectSucceeded)
 			calls := d.invocations("issue_refund")
 			if len(calls) != 1 || calls[0].Attempt != 2 || calls[0].Key != j.key || res[0].ActionID != j.act.ID {
 				t.Errorf("re-driven calls %+v, want attempt 2 with key %q", calls, j.key)
@@ -250,7 +251,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 			if res, err := d.g.Recover(d.ctx); err != nil || len(res) != 0 {
 				t.Errorf("second Recover: %+v %v", res, err)
 			}
-			wantOutcome(t, "execute", d.execute(j.act.ID), audit.OutcomeExecuted, CodeEffectSucceeded)
+			wantOutcome(t, "execute", d.execute(j.act.ID), audit.OutcomeExecuted, reason.EffectSucceeded)
 			if n := len(d.invocations("issue_refund")); n != 1 {
 				t.Errorf("%d calls, want 1", n)
 			}
@@ -290,7 +291,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 			if err != nil || len(res) != 1 {
 				t.Fatalf("Recover: %+v %v", res, err)
 			}
-			wantOutcome(t, "three attempts left without result", res[0], audit.OutcomeFailed, CodeRetriesExhausted)
+			wantOutcome(t, "three attempts left without result", res[0], audit.OutcomeFailed, reason.RetriesExhausted)
 			if n := len(d.invocations("issue_refund")); n != 0 {
 				t.Errorf("%d calls beyond the retry budget", n)
 			}
@@ -306,7 +307,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 			j := d.job(wait.ActionID)
 			// The crash: the escalation is recorded as the action's
 			// result, its fallback never submitted.
-			if _, err := d.g.x.writeEscalation(d.ctx, j, CodeApprovalDenied, denial); err != nil {
+			if _, err := d.g.x.writeEscalation(d.ctx, j, reason.ApprovalDenied, denial); err != nil {
 				t.Fatal(err)
 			}
 			d.clock.Advance(2 * defaultLease)
@@ -314,7 +315,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 			if err != nil || len(res) != 1 {
 				t.Fatalf("Recover: %+v %v, want the escalation finished", res, err)
 			}
-			wantOutcome(t, "recovered escalation", res[0], audit.OutcomeRefused, CodeApprovalDenied)
+			wantOutcome(t, "recovered escalation", res[0], audit.OutcomeRefused, reason.ApprovalDenied)
 			if res[0].FallbackID == "" || d.committedActions(kernel.FallbackQueueForReview) != 1 {
 				t.Errorf("fallback %q, %d committed; want one", res[0].FallbackID, d.committedActions(kernel.FallbackQueueForReview))
 			}
@@ -345,8 +346,8 @@ func TestRecoverAfterCrash(t *testing.T) {
 			for _, r := range res {
 				got[r.ActionID] = r
 			}
-			wantOutcome(t, "approved", got[approved.ActionID], audit.OutcomeExecuted, CodeEffectSucceeded)
-			wantOutcome(t, "denied", got[denied.ActionID], audit.OutcomeRefused, CodeApprovalDenied)
+			wantOutcome(t, "approved", got[approved.ActionID], audit.OutcomeExecuted, reason.EffectSucceeded)
+			wantOutcome(t, "denied", got[denied.ActionID], audit.OutcomeRefused, reason.ApprovalDenied)
 			if _, ok := got[waiting.ActionID]; ok {
 				t.Error("Recover ran an action no one approved")
 			}
@@ -379,7 +380,7 @@ func TestCancelledDuringEffect(t *testing.T) {
 		// driver takes it up with the same key.
 		d.clock.Advance(2 * defaultLease)
 		again := d.execute(res.ActionID)
-		wantOutcome(t, "execute after the cancelled call", again, audit.OutcomeExecuted, CodeEffectSucceeded)
+		wantOutcome(t, "execute after the cancelled call", again, audit.OutcomeExecuted, reason.EffectSucceeded)
 		calls := d.invocations("issue_refund")
 		if len(calls) != 2 || calls[1].Attempt != 2 || calls[1].Key != calls[0].Key {
 			t.Errorf("calls %+v", calls)
@@ -391,7 +392,7 @@ func TestIdempotencyKeyFromOnceKey(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		d.ground("t", "A1")
 		res := d.refund("t", "A1", 10)
-		wantOutcome(t, "refund", res, audit.OutcomeExecuted, CodeEffectSucceeded)
+		wantOutcome(t, "refund", res, audit.OutcomeExecuted, reason.EffectSucceeded)
 		want, err := d.k.Governor().OnceKeyOf(d.ctx, res.ActionID)
 		if err != nil {
 			t.Fatal(err)
@@ -402,7 +403,7 @@ func TestIdempotencyKeyFromOnceKey(t *testing.T) {
 		// The once-key makes a second refund of the order a duplicate,
 		// in any trace.
 		d.ground("t2", "A1")
-		wantOutcome(t, "refund of the same order elsewhere", d.refund("t2", "A1", 10), audit.OutcomeRefused, blackboard.CodeDuplicateAction)
+		wantOutcome(t, "refund of the same order elsewhere", d.refund("t2", "A1", 10), audit.OutcomeRefused, reason.DuplicateAction)
 	}, func(su *setup) {
 		su.tools[1].Once = &kernel.OnceKey{Fields: []string{"order_id"}}
 	})
@@ -415,7 +416,7 @@ func TestApprovalCheckIsWhatStops(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		d.unchecked("the test runs an action that waits for approval without one")
 		wait := d.pendingRefund("t", "A1", 700)
-		wantOutcome(t, "execute", d.execute(wait.ActionID), audit.OutcomePendingApproval, CodeApprovalRequired)
+		wantOutcome(t, "execute", d.execute(wait.ActionID), audit.OutcomePendingApproval, reason.ApprovalRequired)
 		act, e, gd, err := d.g.x.gated(d.ctx, wait.ActionID)
 		if err != nil {
 			t.Fatal(err)

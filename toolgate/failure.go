@@ -4,84 +4,76 @@ import (
 	"strings"
 
 	"github.com/blackboardkernel/bk/audit"
-	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/failure"
-	"github.com/blackboardkernel/bk/rules"
+	"github.com/blackboardkernel/bk/reason"
 )
-
-// CodeEffectIncomplete: the effect returned without error, but its output
-// fails the tool's [Tool.Expect]: some resources failed, data expected was
-// absent, or required fields were missing. The output is not recorded as
-// the tool's result; the failure is, with its typed status.
-const CodeEffectIncomplete = blackboard.Code("EFFECT_INCOMPLETE")
 
 // codeStatus is the one table from the codes of a refused or failed call
 // to execution statuses. Read by [Result.Failure]; see its documentation
 // for the reasons.
-var codeStatus = map[blackboard.Code]failure.ExecStatus{
+var codeStatus = map[reason.Code]failure.ExecStatus{
 	// The call itself was wrong: the worker corrects it.
-	CodeToolUnknown:      failure.StatusFunctionMismatch,
-	CodeInvalidArguments: failure.StatusFormat,
-	CodeContextInvalid:   failure.StatusFormat,
-	CodeApprovalMismatch: failure.StatusFormat,
-	CodeArgumentsChanged: failure.StatusFormat,
-	CodeArgumentNotBound: failure.StatusFormat,
+	reason.ToolUnknown:      failure.StatusFunctionMismatch,
+	reason.InvalidArguments: failure.StatusFormat,
+	reason.ContextInvalid:   failure.StatusFormat,
+	reason.ApprovalMismatch: failure.StatusFormat,
+	reason.ArgumentsChanged: failure.StatusFormat,
+	reason.ArgumentNotBound: failure.StatusFormat,
 	// A policy forbids the call as made; another call may pass.
-	blackboard.CodeRuleViolated:  failure.StatusFormat,
-	blackboard.CodeRuleError:     failure.StatusFormat,
-	blackboard.CodeFieldMismatch: failure.StatusFormat,
-	rules.CodeInputTooLarge:      failure.StatusFormat,
+	reason.RuleViolated:      failure.StatusFormat,
+	reason.RuleError:         failure.StatusFormat,
+	reason.FieldMismatch:     failure.StatusFormat,
+	reason.RuleInputTooLarge: failure.StatusFormat,
 	// The call came before what it rests on: the worker establishes it
 	// with its own tools (refresh, look up) and calls again.
-	blackboard.CodeMissingEvidence:         failure.StatusFunctionMismatch,
-	blackboard.CodeStaleEvidence:           failure.StatusFunctionMismatch,
-	blackboard.CodeSupersededEvidence:      failure.StatusFunctionMismatch,
-	blackboard.CodeTTLExpired:              failure.StatusFunctionMismatch,
-	blackboard.CodeNoCommittedBelief:       failure.StatusFunctionMismatch,
-	blackboard.CodeBeliefNotSatisfied:      failure.StatusFunctionMismatch,
-	blackboard.CodePlanMissingBelief:       failure.StatusFunctionMismatch,
-	blackboard.CodePlanBeliefNotSatisfied:  failure.StatusFunctionMismatch,
-	blackboard.CodeOnceKeyMissing:          failure.StatusFunctionMismatch,
-	blackboard.CodePredictionMissingBelief: failure.StatusFunctionMismatch,
+	reason.MissingEvidence:         failure.StatusFunctionMismatch,
+	reason.StaleEvidence:           failure.StatusFunctionMismatch,
+	reason.SupersededEvidence:      failure.StatusFunctionMismatch,
+	reason.TTLExpired:              failure.StatusFunctionMismatch,
+	reason.NoCommittedBelief:       failure.StatusFunctionMismatch,
+	reason.BeliefNotSatisfied:      failure.StatusFunctionMismatch,
+	reason.PlanMissingBelief:       failure.StatusFunctionMismatch,
+	reason.PlanBeliefNotSatisfied:  failure.StatusFunctionMismatch,
+	reason.OnceKeyMissing:          failure.StatusFunctionMismatch,
+	reason.PredictionMissingBelief: failure.StatusFunctionMismatch,
 	// The operation is not available as called: a plan, a grounding or a
 	// registration is missing. Research (or planning) comes first.
-	blackboard.CodeNoFeasiblePlan:    failure.StatusEndpointUnknown,
-	blackboard.CodeUngroundedAction:  failure.StatusEndpointUnknown,
-	blackboard.CodePlanUngrounded:    failure.StatusEndpointUnknown,
-	blackboard.CodeUnknownActionType: failure.StatusEndpointUnknown,
+	reason.NoFeasiblePlan:    failure.StatusEndpointUnknown,
+	reason.UngroundedAction:  failure.StatusEndpointUnknown,
+	reason.PlanUngrounded:    failure.StatusEndpointUnknown,
+	reason.UnknownActionType: failure.StatusEndpointUnknown,
 	// The effect exists already; or the retry key names another call.
-	blackboard.CodeDuplicateAction: failure.StatusDuplicate,
-	CodeRetryKeyConflict:           failure.StatusDuplicate,
+	reason.DuplicateAction:  failure.StatusDuplicate,
+	reason.RetryKeyConflict: failure.StatusDuplicate,
 	// Authority the worker lacks: its caller, the intent, a person's say.
-	CodeToolNotPermitted: failure.StatusAuthDenied,
-	CodeToolNotForIntent: failure.StatusAuthDenied,
-	CodeReadOnlyMode:     failure.StatusAuthDenied,
-	CodeToolProhibited:   failure.StatusAuthDenied,
-	CodeApprovalDenied:   failure.StatusAuthDenied,
-	CodeApprovalExpired:  failure.StatusAuthDenied,
-	CodeApprovalRequired: failure.StatusAuthDenied,
+	reason.ToolNotPermitted: failure.StatusAuthDenied,
+	reason.ToolNotForIntent: failure.StatusAuthDenied,
+	reason.ReadOnlyMode:     failure.StatusAuthDenied,
+	reason.ToolProhibited:   failure.StatusAuthDenied,
+	reason.ApprovalDenied:   failure.StatusAuthDenied,
+	reason.ApprovalExpired:  failure.StatusAuthDenied,
+	reason.ApprovalRequired: failure.StatusAuthDenied,
 	// Evidence only a person can settle.
-	blackboard.CodeUnresolvedConflict: failure.StatusUnknown,
-	blackboard.CodeLowConfidence:      failure.StatusUnknown,
-	blackboard.CodeNoPrediction:       failure.StatusUnknown,
-	blackboard.CodeNegativePrediction: failure.StatusUnknown,
+	reason.UnresolvedConflict: failure.StatusUnknown,
+	reason.LowConfidence:      failure.StatusUnknown,
+	reason.NoPrediction:       failure.StatusUnknown,
+	reason.NegativePrediction: failure.StatusUnknown,
 	// Limits of the run.
-	budget.CodeBudgetExceeded: failure.StatusRateLimited,
-	budget.CodeLoopDetected:   failure.StatusDuplicate,
+	reason.BudgetExceeded: failure.StatusRateLimited,
+	reason.LoopDetected:   failure.StatusDuplicate,
 	// The tool ran and its output cannot be kept.
-	CodeOutputInvalid: failure.StatusFormat,
+	reason.OutputInvalid: failure.StatusFormat,
 	// The effect may have run: only a person can tell.
-	CodeEffectUnknown: failure.StatusUnknown,
+	reason.EffectUnknown: failure.StatusUnknown,
 }
 
 // notRetryable lists the codes whose failures the router must not retry,
 // whatever their category's row says: retrying cannot change the answer.
-var notRetryable = map[blackboard.Code]bool{
-	CodeToolNotPermitted: true, CodeToolNotForIntent: true, CodeReadOnlyMode: true, CodeToolProhibited: true,
-	CodeApprovalDenied: true, CodeApprovalExpired: true, CodeApprovalRequired: true,
-	budget.CodeBudgetExceeded: true, CodeOutputInvalid: true, CodeEffectUnknown: true,
-	CodeRetryKeyConflict: true,
+var notRetryable = map[reason.Code]bool{
+	reason.ToolNotPermitted: true, reason.ToolNotForIntent: true, reason.ReadOnlyMode: true, reason.ToolProhibited: true,
+	reason.ApprovalDenied: true, reason.ApprovalExpired: true, reason.ApprovalRequired: true,
+	reason.BudgetExceeded: true, reason.OutputInvalid: true, reason.EffectUnknown: true,
+	reason.RetryKeyConflict: true,
 }
 
 // Failure types the result of a call as a [failure.Failure], for a
@@ -143,7 +135,7 @@ func (r Result) Failure() (failure.Failure, bool) {
 		if f, ok := failure.FromResult(r.Output); ok {
 			return f, true
 		}
-		if r.Code == CodeEffectFailed || r.Code == CodeRetriesExhausted {
+		if r.Code == reason.EffectFailed || r.Code == reason.RetriesExhausted {
 			// An untyped effect error: only its text is left.
 			f, _ := failure.FromResult(map[string]any{"error": message(r)})
 			return f, true
@@ -167,7 +159,7 @@ func (r Result) Failure() (failure.Failure, bool) {
 }
 
 // statusOf looks a code up in the table; constraint blocks are policy.
-func statusOf(c blackboard.Code) (failure.ExecStatus, bool) {
+func statusOf(c reason.Code) (failure.ExecStatus, bool) {
 	if c == "" {
 		return "", false
 	}

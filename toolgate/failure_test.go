@@ -8,10 +8,9 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/kernel"
-	"github.com/blackboardkernel/bk/rules"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // httpError is an error that knows its HTTP status.
@@ -35,7 +34,7 @@ func TestTypedEffectFailures(t *testing.T) {
 		} {
 			d.setEffect("search_kb", func(context.Context, Invocation) (blackboard.Payload, error) { return nil, tc.err })
 			res := d.call("t", "researcher", "", "search_kb", `{"query":"`+tc.name+`"}`)
-			wantOutcome(t, tc.name, res, audit.OutcomeFailed, CodeEffectFailed)
+			wantOutcome(t, tc.name, res, audit.OutcomeFailed, reason.EffectFailed)
 			f, ok := res.Failure()
 			if !ok || f.Status() != tc.status || f.Legacy() != tc.legacy {
 				t.Errorf("%s: Failure() = %v (legacy %v), want %s (legacy %v)", tc.name, f, f.Legacy(), tc.status, tc.legacy)
@@ -86,7 +85,7 @@ func TestExpectCatchesPartialSuccess(t *testing.T) {
 		} {
 			d.setEffect("search_kb", func(context.Context, Invocation) (blackboard.Payload, error) { return tc.out, nil })
 			res := d.call("t", "researcher", "", "search_kb", fmt.Sprintf(`{"query":"q%d"}`, i))
-			wantOutcome(t, tc.name, res, audit.OutcomeFailed, CodeEffectIncomplete)
+			wantOutcome(t, tc.name, res, audit.OutcomeFailed, reason.EffectIncomplete)
 			if f, ok := res.Failure(); !ok || f.Status() != tc.status || f.Legacy() {
 				t.Errorf("%s: Failure() = %v, want %s", tc.name, f, tc.status)
 			}
@@ -104,16 +103,16 @@ func TestExpectCatchesPartialSuccess(t *testing.T) {
 		d.setEffect("search_kb", func(context.Context, Invocation) (blackboard.Payload, error) {
 			return blackboard.Payload{"hits": []any{map[string]any{"title": "refunds"}}, "sources": map[string]any{"eu": map[string]any{"ok": true}}}, nil
 		})
-		wantOutcome(t, "complete", d.call("t", "researcher", "", "search_kb", `{"query":"complete"}`), audit.OutcomeExecuted, CodeEffectSucceeded)
+		wantOutcome(t, "complete", d.call("t", "researcher", "", "search_kb", `{"query":"complete"}`), audit.OutcomeExecuted, reason.EffectSucceeded)
 	}, expect)
 }
 
 func TestResultFailureTable(t *testing.T) {
-	skill := []blackboard.Code{CodeToolUnknown, CodeInvalidArguments, CodeApprovalMismatch, CodeArgumentsChanged, CodeArgumentNotBound, rules.CodeInputTooLarge,
-		blackboard.CodeRuleViolated, blackboard.CodeRuleError, blackboard.CodeFieldMismatch, blackboard.BlockedCode("no_refund_twice"),
-		blackboard.CodeMissingEvidence, blackboard.CodeStaleEvidence, blackboard.CodeSupersededEvidence, blackboard.CodeTTLExpired,
-		blackboard.CodeNoCommittedBelief, blackboard.CodeBeliefNotSatisfied, blackboard.CodePlanMissingBelief,
-		blackboard.CodePlanBeliefNotSatisfied, blackboard.CodeOnceKeyMissing, blackboard.CodePredictionMissingBelief}
+	skill := []reason.Code{reason.ToolUnknown, reason.InvalidArguments, reason.ApprovalMismatch, reason.ArgumentsChanged, reason.ArgumentNotBound, reason.RuleInputTooLarge,
+		reason.RuleViolated, reason.RuleError, reason.FieldMismatch, reason.Blocked("no_refund_twice"),
+		reason.MissingEvidence, reason.StaleEvidence, reason.SupersededEvidence, reason.TTLExpired,
+		reason.NoCommittedBelief, reason.BeliefNotSatisfied, reason.PlanMissingBelief,
+		reason.PlanBeliefNotSatisfied, reason.OnceKeyMissing, reason.PredictionMissingBelief}
 	for _, c := range skill {
 		f, ok := Result{Outcome: audit.OutcomeRefused, Code: c}.Failure()
 		if !ok || f.Category() != "format_error" && f.Category() != "code_syntax" && f.Category() != "function_mismatch" {
@@ -123,21 +122,21 @@ func TestResultFailureTable(t *testing.T) {
 			t.Errorf("%s ends the lease; a skill failure must not", c)
 		}
 	}
-	for code, want := range map[blackboard.Code]failure.Route{
-		blackboard.CodeNoFeasiblePlan:     failure.RouteSlowLoop,
-		blackboard.CodeUngroundedAction:   failure.RouteSlowLoop,
-		blackboard.CodeDuplicateAction:    failure.RouteAbort,
-		CodeToolNotPermitted:              failure.RouteEscalate,
-		CodeToolNotForIntent:              failure.RouteEscalate,
-		CodeApprovalDenied:                failure.RouteEscalate,
-		CodeApprovalExpired:               failure.RouteEscalate,
-		blackboard.CodeUnresolvedConflict: failure.RouteEscalate,
-		blackboard.CodeLowConfidence:      failure.RouteEscalate,
-		blackboard.CodeNegativePrediction: failure.RouteEscalate,
-		budget.CodeBudgetExceeded:         failure.RouteAbort,
-		budget.CodeLoopDetected:           failure.RouteAbort,
-		CodeOutputInvalid:                 failure.RouteAbort,
-		"SOMETHING_NEW":                   failure.RouteEscalate,
+	for code, want := range map[reason.Code]failure.Route{
+		reason.NoFeasiblePlan:     failure.RouteSlowLoop,
+		reason.UngroundedAction:   failure.RouteSlowLoop,
+		reason.DuplicateAction:    failure.RouteAbort,
+		reason.ToolNotPermitted:   failure.RouteEscalate,
+		reason.ToolNotForIntent:   failure.RouteEscalate,
+		reason.ApprovalDenied:     failure.RouteEscalate,
+		reason.ApprovalExpired:    failure.RouteEscalate,
+		reason.UnresolvedConflict: failure.RouteEscalate,
+		reason.LowConfidence:      failure.RouteEscalate,
+		reason.NegativePrediction: failure.RouteEscalate,
+		reason.BudgetExceeded:     failure.RouteAbort,
+		reason.LoopDetected:       failure.RouteAbort,
+		reason.OutputInvalid:      failure.RouteAbort,
+		"SOMETHING_NEW":           failure.RouteEscalate,
 	} {
 		f, ok := Result{Outcome: audit.OutcomeRefused, Code: code, Hint: "h"}.Failure()
 		if !ok {
@@ -154,11 +153,11 @@ func TestResultFailureTable(t *testing.T) {
 		}
 	}
 	// The root cause decides.
-	f, _ := Result{Outcome: audit.OutcomeRefused, Code: blackboard.CodeNoCommittedBelief, RootCause: kernel.Cause{Code: blackboard.CodeUnresolvedConflict}}.Failure()
+	f, _ := Result{Outcome: audit.OutcomeRefused, Code: reason.NoCommittedBelief, RootCause: kernel.Cause{Code: reason.UnresolvedConflict}}.Failure()
 	if f.Category() != failure.Category("unknown") {
 		t.Errorf("root cause ignored: %v", f)
 	}
-	for _, r := range []Result{{Outcome: audit.OutcomeExecuted, Code: CodeEffectSucceeded}, {Outcome: audit.OutcomePendingApproval, Code: CodeApprovalRequired}, {}} {
+	for _, r := range []Result{{Outcome: audit.OutcomeExecuted, Code: reason.EffectSucceeded}, {Outcome: audit.OutcomePendingApproval, Code: reason.ApprovalRequired}, {}} {
 		if f, ok := r.Failure(); ok {
 			t.Errorf("%s is a failure: %v", r.Outcome, f)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store/memstore"
 )
 
@@ -26,7 +27,7 @@ func withIntents(su *setup) {
 // refusedBeforeKernel checks a refusal the gate made before the kernel's
 // pipeline: its code, a hint, its decision record, and that it stored
 // nothing else.
-func refusedBeforeKernel(t *testing.T, d *desk, what string, c Call, code blackboard.Code, hintHas string) Result {
+func refusedBeforeKernel(t *testing.T, d *desk, what string, c Call, code reason.Code, hintHas string) Result {
 	t.Helper()
 	before := len(d.records())
 	res, err := d.g.Call(d.ctx, c)
@@ -59,13 +60,13 @@ func TestRoleContract(t *testing.T) {
 		d.ground("t", "A1")
 		refusedBeforeKernel(t, d, "support searches the knowledge base",
 			Call{ID: "c1", Tool: "search_kb", Args: json.RawMessage(`{"query":"refund policy"}`), Caller: "support", TraceID: "t"},
-			CodeToolNotPermitted, "not available to you")
+			reason.ToolNotPermitted, "not available to you")
 		refusedBeforeKernel(t, d, "researcher refunds",
 			Call{ID: "c2", Tool: "issue_refund", Args: json.RawMessage(`{"order_id":"A1","amount":10}`), Caller: "researcher", TraceID: "t"},
-			CodeToolNotPermitted, "not available to you")
+			reason.ToolNotPermitted, "not available to you")
 		refusedBeforeKernel(t, d, "a caller with no contract",
 			Call{Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"A1"}`), Caller: "intruder", TraceID: "t"},
-			CodeToolNotPermitted, "not available to you")
+			reason.ToolNotPermitted, "not available to you")
 		if n := len(d.invocations("issue_refund")) + len(d.invocations("search_kb")); n != 0 {
 			t.Errorf("%d effects ran", n)
 		}
@@ -89,18 +90,18 @@ func TestIntent(t *testing.T) {
 		refund := json.RawMessage(`{"order_id":"A1","amount":10}`)
 		refusedBeforeKernel(t, d, "refund for a question",
 			Call{Tool: "issue_refund", Args: refund, Caller: "support", TraceID: "t", Intent: "question"},
-			CodeToolNotForIntent, "does not serve")
+			reason.ToolNotForIntent, "does not serve")
 		refusedBeforeKernel(t, d, "no intent",
 			Call{Tool: "issue_refund", Args: refund, Caller: "support", TraceID: "t"},
-			CodeToolNotForIntent, "does not serve")
+			reason.ToolNotForIntent, "does not serve")
 		refusedBeforeKernel(t, d, "unknown intent",
 			Call{Tool: "issue_refund", Args: refund, Caller: "support", TraceID: "t", Intent: "anything"},
-			CodeToolNotForIntent, "does not serve")
+			reason.ToolNotForIntent, "does not serve")
 		// The caller check comes first: a tool outside the contract is
 		// TOOL_NOT_PERMITTED whatever the intent.
 		refusedBeforeKernel(t, d, "search for a question by support",
 			Call{Tool: "search_kb", Args: json.RawMessage(`{"query":"x"}`), Caller: "support", TraceID: "t", Intent: "question"},
-			CodeToolNotPermitted, "not available")
+			reason.ToolNotPermitted, "not available")
 		if n := len(d.invocations("issue_refund")); n != 0 {
 			t.Errorf("%d refunds ran", n)
 		}
@@ -114,12 +115,12 @@ func TestUnknownTool(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		refusedBeforeKernel(t, d, "hallucinated tool",
 			Call{ID: "c9", Tool: "delete_account", Args: json.RawMessage(`{}`), Caller: "support", TraceID: "t"},
-			CodeToolUnknown, "Call only the tools")
-		refusedBeforeKernel(t, d, "no tool name", Call{Caller: "support", TraceID: "t"}, CodeToolUnknown, "Call only the tools")
+			reason.ToolUnknown, "Call only the tools")
+		refusedBeforeKernel(t, d, "no tool name", Call{Caller: "support", TraceID: "t"}, reason.ToolUnknown, "Call only the tools")
 		// Whatever the model makes up is recorded escaped, made to fit.
 		res := refusedBeforeKernel(t, d, "a long name that is not UTF-8",
 			Call{Tool: strings.Repeat("x", 1000) + "\xff", Args: json.RawMessage(`{"a":1}`), Caller: "support", TraceID: "t"},
-			CodeToolUnknown, "Call only the tools")
+			reason.ToolUnknown, "Call only the tools")
 		recs := d.decisions(audit.Query{TraceID: "t", Outcome: audit.OutcomeRefused})
 		if last := recs[len(recs)-1]; last.ID != res.DecisionID || len(last.Kind) > 300 || last.Context["args_raw"] != `{"a":1}` {
 			t.Errorf("record %+v", last)
@@ -149,7 +150,7 @@ func TestInvalidArguments(t *testing.T) {
 		} {
 			res := refusedBeforeKernel(t, d, tc.name,
 				Call{Tool: "issue_refund", Args: json.RawMessage(tc.args), Caller: "support", TraceID: "t"},
-				CodeInvalidArguments, "call issue_refund again")
+				reason.InvalidArguments, "call issue_refund again")
 			if tc.field != "" && !strings.Contains(res.Hint, `"`+tc.field+`"`) {
 				t.Errorf("%s: hint %q does not name %s", tc.name, res.Hint, tc.field)
 			}
@@ -157,7 +158,7 @@ func TestInvalidArguments(t *testing.T) {
 		// No arguments at all is an empty object: fine for a tool without
 		// required ones, missing order_id here.
 		res := refusedBeforeKernel(t, d, "empty arguments", Call{Tool: "lookup_order", Caller: "support", TraceID: "t"},
-			CodeInvalidArguments, `"order_id"`)
+			reason.InvalidArguments, `"order_id"`)
 		if !strings.Contains(res.RootCause.Detail, "order_id") {
 			t.Errorf("root cause %+v", res.RootCause)
 		}
@@ -189,9 +190,9 @@ func TestKernelRefusals(t *testing.T) {
 			}
 			before := len(d.records())
 			res := d.refund("t", "A1", 10)
-			wantOutcome(t, "refund on a stale order", res, audit.OutcomeRefused, blackboard.CodeStaleEvidence)
+			wantOutcome(t, "refund on a stale order", res, audit.OutcomeRefused, reason.StaleEvidence)
 			stale := d.kinds(blackboard.Percepts, "order")[1]
-			if res.RootCause.Code != blackboard.CodeStaleEvidence || res.RootCause.Record != stale.ID {
+			if res.RootCause.Code != reason.StaleEvidence || res.RootCause.Record != stale.ID {
 				t.Errorf("root cause %+v, want STALE_EVIDENCE on %s", res.RootCause, stale.ID)
 			}
 			if !strings.Contains(res.Hint, "Call lookup_order again") {
@@ -205,7 +206,7 @@ func TestKernelRefusals(t *testing.T) {
 			if got := len(d.records()) - before; got != 2 {
 				t.Errorf("the refusal stored %d records, want the proposal and its decision record", got)
 			}
-			if dr := d.decisions(audit.Query{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomeRefused}); len(dr) != 1 || dr[0].Code != blackboard.CodeStaleEvidence || dr[0].ID != res.DecisionID {
+			if dr := d.decisions(audit.Query{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomeRefused}); len(dr) != 1 || dr[0].Code != reason.StaleEvidence || dr[0].ID != res.DecisionID {
 				t.Errorf("decision records %+v", dr)
 			}
 		})
@@ -215,7 +216,7 @@ func TestKernelRefusals(t *testing.T) {
 			d.ground("t", "A1")
 			d.clock.Advance(2 * time.Hour)
 			res := d.refund("t", "A1", 10)
-			wantOutcome(t, "refund on an expired order", res, audit.OutcomeRefused, blackboard.CodeStaleEvidence)
+			wantOutcome(t, "refund on an expired order", res, audit.OutcomeRefused, reason.StaleEvidence)
 			if !strings.Contains(res.Hint, "Call lookup_order again") {
 				t.Errorf("hint %q", res.Hint)
 			}
@@ -227,13 +228,13 @@ func TestKernelRefusals(t *testing.T) {
 				Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 				t.Fatal(err)
 			}
-			wantOutcome(t, "refund after the refresh", d.refund("t", "A1", 10), audit.OutcomeExecuted, CodeEffectSucceeded)
+			wantOutcome(t, "refund after the refresh", d.refund("t", "A1", 10), audit.OutcomeExecuted, reason.EffectSucceeded)
 		}, func(su *setup) { su.tools[0].ResultTTL = time.Hour })
 	})
 	t.Run("no belief", func(t *testing.T) {
 		onStores(t, func(t *testing.T, d *desk) {
 			res := d.refund("t", "A1", 10)
-			wantOutcome(t, "refund without grounds", res, audit.OutcomeRefused, blackboard.CodeNoCommittedBelief)
+			wantOutcome(t, "refund without grounds", res, audit.OutcomeRefused, reason.NoCommittedBelief)
 			if !strings.Contains(res.Hint, "not established") {
 				t.Errorf("hint %q", res.Hint)
 			}
@@ -242,9 +243,9 @@ func TestKernelRefusals(t *testing.T) {
 	t.Run("duplicate", func(t *testing.T) {
 		onStores(t, func(t *testing.T, d *desk) {
 			d.ground("t", "A1")
-			wantOutcome(t, "first refund", d.refund("t", "A1", 10), audit.OutcomeExecuted, CodeEffectSucceeded)
+			wantOutcome(t, "first refund", d.refund("t", "A1", 10), audit.OutcomeExecuted, reason.EffectSucceeded)
 			res := d.refund("t", "A1", 10)
-			wantOutcome(t, "second refund", res, audit.OutcomeRefused, blackboard.CodeDuplicateAction)
+			wantOutcome(t, "second refund", res, audit.OutcomeRefused, reason.DuplicateAction)
 			if res.Hint != "This refund was already issued; do not retry." {
 				t.Errorf("hint %q, want the tool's own", res.Hint)
 			}
@@ -282,7 +283,7 @@ func TestSurface(t *testing.T) {
 		check("researcher asked to refund", names("researcher", "t", "refund"))
 		// Surfacing is a courtesy: the refund the model was not shown is
 		// still refused when called.
-		wantOutcome(t, "refund not surfaced", d.refund("t", "A1", 10), audit.OutcomeRefused, blackboard.CodeNoCommittedBelief)
+		wantOutcome(t, "refund not surfaced", d.refund("t", "A1", 10), audit.OutcomeRefused, reason.NoCommittedBelief)
 		d.ground("t", "A1")
 		check("support once refund_due holds", names("support", "t", "refund"), "lookup_order", "issue_refund")
 		check("another trace", names("support", "t2", "refund"), "lookup_order")

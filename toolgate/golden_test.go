@@ -13,6 +13,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store/memstore"
 )
 
@@ -29,22 +30,22 @@ var update = flag.Bool("update", false, "rewrite testdata/golden_records.jsonl f
 func TestGoldenRecords(t *testing.T) {
 	d := newDesk(t, memstore.New())
 	const trace = "golden"
-	wantOutcome(t, "lookup", d.call(trace, "support", "", "lookup_order", `{"order_id":"A1"}`), audit.OutcomeExecuted, CodeEffectSucceeded)
-	wantOutcome(t, "not permitted", d.call(trace, "researcher", "", "lookup_order", `{"order_id":"A1"}`), audit.OutcomeRefused, CodeToolNotPermitted)
-	wantOutcome(t, "bad args", d.call(trace, "support", "", "lookup_order", `{"order_id":7}`), audit.OutcomeRefused, CodeInvalidArguments)
+	wantOutcome(t, "lookup", d.call(trace, "support", "", "lookup_order", `{"order_id":"A1"}`), audit.OutcomeExecuted, reason.EffectSucceeded)
+	wantOutcome(t, "not permitted", d.call(trace, "researcher", "", "lookup_order", `{"order_id":"A1"}`), audit.OutcomeRefused, reason.ToolNotPermitted)
+	wantOutcome(t, "bad args", d.call(trace, "support", "", "lookup_order", `{"order_id":7}`), audit.OutcomeRefused, reason.InvalidArguments)
 	d.setEffect("search_kb", func(context.Context, Invocation) (blackboard.Payload, error) {
 		return nil, errors.New("index offline")
 	})
-	wantOutcome(t, "failed", d.call(trace, "researcher", "", "search_kb", `{"query":"refund"}`), audit.OutcomeFailed, CodeEffectFailed)
+	wantOutcome(t, "failed", d.call(trace, "researcher", "", "search_kb", `{"query":"refund"}`), audit.OutcomeFailed, reason.EffectFailed)
 	d.clock.Advance(time.Second)
 	d.ground(trace, "A1")
-	wantOutcome(t, "refund", d.refund(trace, "A1", 100), audit.OutcomeExecuted, CodeEffectSucceeded)
-	wantOutcome(t, "refund again", d.refund(trace, "A1", 100), audit.OutcomeRefused, blackboard.CodeDuplicateAction)
+	wantOutcome(t, "refund", d.refund(trace, "A1", 100), audit.OutcomeExecuted, reason.EffectSucceeded)
+	wantOutcome(t, "refund again", d.refund(trace, "A1", 100), audit.OutcomeRefused, reason.DuplicateAction)
 	d.ground(trace, "A2")
 	res := d.refund(trace, "A2", 800)
-	wantOutcome(t, "big refund", res, audit.OutcomePendingApproval, CodeApprovalRequired)
+	wantOutcome(t, "big refund", res, audit.OutcomePendingApproval, reason.ApprovalRequired)
 	d.approve(trace, res.ActionID, "manager", time.Hour)
-	wantOutcome(t, "approved refund", d.execute(res.ActionID), audit.OutcomeExecuted, CodeEffectSucceeded)
+	wantOutcome(t, "approved refund", d.execute(res.ActionID), audit.OutcomeExecuted, reason.EffectSucceeded)
 
 	var got bytes.Buffer
 	for _, r := range d.records() {

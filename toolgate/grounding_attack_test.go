@@ -11,6 +11,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 )
@@ -145,12 +146,12 @@ func TestAttackDerivedFromOldRead(t *testing.T) {
 	<-store.held
 	shop.refundElsewhere("A1", 80)
 	second := callGate(t, g, "t", "lookup_order", `{"order_id":"A1"}`)
-	if len(second.Derived) != 1 || second.Derived[0].Code != blackboard.CodeCommitted || second.Derived[0].Value {
+	if len(second.Derived) != 1 || second.Derived[0].Code != reason.Committed || second.Derived[0].Value {
 		t.Fatalf("the second lookup derived %+v, want a committed false", second.Derived)
 	}
 	close(store.release)
 	res := <-first
-	if len(res.Derived) != 1 || res.Derived[0].Code == blackboard.CodeCommitted || res.Derived[0].Code != blackboard.CodeSupersededEvidence {
+	if len(res.Derived) != 1 || res.Derived[0].Code == reason.Committed || res.Derived[0].Code != reason.SupersededEvidence {
 		t.Errorf("the first lookup derived %+v, want SUPERSEDED_EVIDENCE: its result was superseded", res.Derived)
 	}
 	r := callGate(t, g, "t", "issue_refund", `{"order_id":"A1","amount":80}`)
@@ -174,7 +175,7 @@ func TestAttackDerivedForAnotherOrder(t *testing.T) {
 	callGate(t, g, "t", "lookup_order", `{"order_id":"A2"}`)
 	close(store.release)
 	res := <-first
-	if len(res.Derived) != 1 || res.Derived[0].Code == blackboard.CodeCommitted {
+	if len(res.Derived) != 1 || res.Derived[0].Code == reason.Committed {
 		t.Errorf("A1's lookup derived %+v, want it refused: A2's result superseded A1's", res.Derived)
 	}
 	r := callGate(t, g, "t", "issue_refund", `{"order_id":"A2","amount":80}`)
@@ -192,7 +193,7 @@ func TestAttackRefundOnSupersededDerivation(t *testing.T) {
 	shop := newShop()
 	store := newPausingStore(orderRead("A1", 80))
 	g, refunds := raceDesk(t, store, shop)
-	if res := callGate(t, g, "t", "lookup_order", `{"order_id":"A1"}`); len(res.Derived) != 1 || !res.Derived[0].Value || res.Derived[0].Code != blackboard.CodeCommitted {
+	if res := callGate(t, g, "t", "lookup_order", `{"order_id":"A1"}`); len(res.Derived) != 1 || !res.Derived[0].Value || res.Derived[0].Code != reason.Committed {
 		t.Fatalf("lookup derived %+v", res.Derived)
 	}
 	shop.refundElsewhere("A1", 80)
@@ -202,7 +203,7 @@ func TestAttackRefundOnSupersededDerivation(t *testing.T) {
 	r := callGate(t, g, "t", "issue_refund", `{"order_id":"A1","amount":80}`)
 	close(store.release)
 	<-second
-	if r.Outcome != audit.OutcomeRefused || r.Code != blackboard.CodeSupersededEvidence || refunds.Load() != 0 {
+	if r.Outcome != audit.OutcomeRefused || r.Code != reason.SupersededEvidence || refunds.Load() != 0 {
 		t.Errorf("refund on a derivation whose result was superseded: %+v, %d refunds ran; want SUPERSEDED_EVIDENCE", r, refunds.Load())
 	}
 }
@@ -216,7 +217,7 @@ func TestAttackPlannerOverridesDerivedBelief(t *testing.T) {
 	shop := newShop()
 	g, refunds := raceDesk(t, memstore.New(), shop)
 	res := callGate(t, g, "t", "lookup_order", `{"order_id":"A2"}`)
-	if len(res.Derived) != 1 || res.Derived[0].Code != blackboard.CodeCommitted || res.Derived[0].Value {
+	if len(res.Derived) != 1 || res.Derived[0].Code != reason.Committed || res.Derived[0].Value {
 		t.Fatalf("lookup derived %+v", res.Derived)
 	}
 	b, err := g.Kernel().Reader().Get(ctx, res.Derived[0].BeliefID)
@@ -228,7 +229,7 @@ func TestAttackPlannerOverridesDerivedBelief(t *testing.T) {
 		for _, dep := range []string{source, "order"} {
 			_, err := g.Kernel().Planner(name).Submit(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs, Kind: "refund_due",
 				Payload: blackboard.Payload{"value": true, "depends_on": []string{dep}, "order_id": "A2", "max_refund": 80.0}})
-			if !errors.Is(err, blackboard.ErrPermission) || kernel.CodeOf(err) != blackboard.CodePermissionDenied {
+			if !errors.Is(err, blackboard.ErrPermission) || kernel.CodeOf(err) != reason.PermissionDenied {
 				t.Errorf("planner %s proposes refund_due on %s: %v, want PERMISSION_DENIED", name, dep, err)
 			}
 		}
@@ -252,7 +253,7 @@ func TestAttackPlannerHoldsOnceKey(t *testing.T) {
 	for _, name := range []string{"mallory", audit.CallerWriter("support"), audit.GateWriter} {
 		d, err := g.Kernel().Planner(name).Submit(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
 			Payload: blackboard.Payload{"order_id": "A1", "amount": 1.0, "requires_beliefs": []string{"refund_due"}}})
-		if !errors.Is(err, blackboard.ErrPermission) || kernel.CodeOf(err) != blackboard.CodePermissionDenied || d.Code == blackboard.CodeCommitted {
+		if !errors.Is(err, blackboard.ErrPermission) || kernel.CodeOf(err) != reason.PermissionDenied || d.Code == reason.Committed {
 			t.Errorf("planner %s submits issue_refund: %v %v, want PERMISSION_DENIED", name, d.Code, err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
@@ -116,7 +117,7 @@ func deskTools(effect func(tool string) EffectFunc) []Tool {
 			Requires: []string{"refund_due"}, Bindings: orderBindings, Result: "refund", Approval: ApprovalPolicy{When: "amount > 500"},
 			Idempotent: true,
 			Retry:      RetryPolicy{MaxAttempts: 3, Backoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond},
-			Hints:      map[blackboard.Code]string{blackboard.CodeDuplicateAction: "This refund was already issued; do not retry."},
+			Hints:      map[reason.Code]string{reason.DuplicateAction: "This refund was already issued; do not retry."},
 			Effect:     effect("issue_refund")},
 		{Unscoped: true, Name: "search_kb", Description: "Search the knowledge base.", Parameters: json.RawMessage(searchSchema),
 			Effect: effect("search_kb")},
@@ -367,7 +368,7 @@ func (d *desk) committedActions(kind string) int {
 }
 
 // wantOutcome fails the test unless res has the outcome and code.
-func wantOutcome(t *testing.T, what string, res Result, outcome audit.Outcome, code blackboard.Code) {
+func wantOutcome(t *testing.T, what string, res Result, outcome audit.Outcome, code reason.Code) {
 	t.Helper()
 	if res.Outcome != outcome || res.Code != code {
 		t.Errorf("%s: %s %s (root %+v, hint %q), want %s %s", what, res.Outcome, res.Code, res.RootCause, res.Hint, outcome, code)

@@ -10,6 +10,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/failure"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // job is one committed action on its way to a result.
@@ -80,7 +81,7 @@ func approvalKey(approvalID string) string {
 }
 
 // effect is the Effect of a gate percept about the job.
-func (j *job) effect(status string, attempt int, code blackboard.Code) audit.Effect {
+func (j *job) effect(status string, attempt int, code reason.Code) audit.Effect {
 	return audit.Effect{Status: status, Tool: j.e.Name, ActionID: j.act.ID, Key: j.key, Attempt: attempt, Code: code, Approval: j.approval}
 }
 

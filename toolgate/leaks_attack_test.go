@@ -15,6 +15,7 @@ import (
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/internal/jsonval"
 	"github.com/blackboardkernel/bk/mask"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // withPatterns gives lookup_order's masked order_id a pattern and
@@ -37,13 +38,13 @@ func withPatterns(su *setup) {
 func TestAttackSchemaRefusalQuotesValue(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		res := d.call("t", "support", "refund", "lookup_order", `{"order_id":"`+secretOrder+`"}`)
-		wantOutcome(t, "masked order id off its pattern", res, audit.OutcomeRefused, CodeInvalidArguments)
+		wantOutcome(t, "masked order id off its pattern", res, audit.OutcomeRefused, reason.InvalidArguments)
 		if !strings.Contains(res.RootCause.Detail, `"order_id"`) || !strings.Contains(res.RootCause.Detail, `"pattern"`) {
 			t.Errorf("detail %q, want the argument and the rule named", res.RootCause.Detail)
 		}
 		const plain = "Where Is My Refund 0000"
 		res = d.call("t", "researcher", "", "search_kb", `{"query":"`+plain+`"}`)
-		wantOutcome(t, "query off its pattern", res, audit.OutcomeRefused, CodeInvalidArguments)
+		wantOutcome(t, "query off its pattern", res, audit.OutcomeRefused, reason.InvalidArguments)
 		d.noSecret(t, secretOrder)
 		// The unmasked query stays in the refusal's args_raw, as any
 		// unmasked call refused before its arguments parse; its detail,
@@ -54,7 +55,7 @@ func TestAttackSchemaRefusalQuotesValue(t *testing.T) {
 			}
 		}
 		for _, r := range d.decisions(audit.Query{TraceID: "t"}) {
-			if r.Code == CodeInvalidArguments && r.Context["argument"] == nil {
+			if r.Code == reason.InvalidArguments && r.Context["argument"] == nil {
 				t.Errorf("refusal %s names no argument: %+v", r.ID, r.Context)
 			}
 		}
@@ -76,7 +77,7 @@ func TestAttackOversizedArgument(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: Call returned %v, want a refusal", c.what, err)
 			}
-			wantOutcome(t, c.what, res, audit.OutcomeRefused, CodeInvalidArguments)
+			wantOutcome(t, c.what, res, audit.OutcomeRefused, reason.InvalidArguments)
 			rec := d.decisionRecord(res.DecisionID)
 			if n, _ := jsonval.Float(rec.Context[keyArgsBytes]); int(n) != len(c.args) {
 				t.Errorf("%s: record %+v, want %s %d", c.what, rec.Context, keyArgsBytes, len(c.args))
@@ -169,14 +170,14 @@ func TestAttackEffectPanicAfterTheMoneyMoved(t *testing.T) {
 		})
 		d.ground("t", "ord_1")
 		res := d.refund("t", "ord_1", 100)
-		wantOutcome(t, "panicked refund", res, audit.OutcomeFailed, CodeEffectUnknown)
+		wantOutcome(t, "panicked refund", res, audit.OutcomeFailed, reason.EffectUnknown)
 		if f, ok := res.Failure(); !ok || f.Status() != failure.StatusUnknown || f.Retryable() {
 			t.Errorf("Failure() = %v, want FAILED_UNKNOWN, not retryable", f)
 		}
-		if text := res.ForModel(); strings.Contains(text, string(CodeEffectFailed)) || strings.Contains(text, secret) {
+		if text := res.ForModel(); strings.Contains(text, string(reason.EffectFailed)) || strings.Contains(text, secret) {
 			t.Errorf("the model is told %s", text)
 		}
-		if again := d.execute(res.ActionID); again.Code != CodeEffectUnknown || moved != 1 {
+		if again := d.execute(res.ActionID); again.Code != reason.EffectUnknown || moved != 1 {
 			t.Errorf("Execute after the panic: %s, effect ran %d times; want EFFECT_UNKNOWN, once", again.Code, moved)
 		}
 		d.noSecret(t, secret)
@@ -199,7 +200,7 @@ func TestAttackEffectErrorTextStored(t *testing.T) {
 			return nil, errors.New(upstream)
 		})
 		res := d.call("t", "researcher", "", "search_kb", `{"query":"refunds"}`)
-		wantOutcome(t, "untyped error", res, audit.OutcomeFailed, CodeEffectFailed)
+		wantOutcome(t, "untyped error", res, audit.OutcomeFailed, reason.EffectFailed)
 		d.noSecret(t, "tok_SECRET")
 		if !strings.Contains(sink.String(), "tok_SECRET") {
 			t.Errorf("the operator's log lacks the error's text: %s", sink.String())
@@ -208,7 +209,7 @@ func TestAttackEffectErrorTextStored(t *testing.T) {
 			return nil, Recordable(errors.New("no order " + inv.Args["order_id"].(string) + " in the CRM"))
 		})
 		res = d.call("t", "support", "refund", "lookup_order", `{"order_id":"`+secretOrder+`"}`)
-		wantOutcome(t, "recordable error", res, audit.OutcomeFailed, CodeEffectFailed)
+		wantOutcome(t, "recordable error", res, audit.OutcomeFailed, reason.EffectFailed)
 		if !strings.Contains(res.RootCause.Detail, "in the CRM") || !strings.Contains(res.RootCause.Detail, mask.Prefix) {
 			t.Errorf("recordable error stored as %q, want its text with the order id masked", res.RootCause.Detail)
 		}

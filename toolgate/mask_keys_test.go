@@ -17,6 +17,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/mask"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store/memstore"
 )
 
@@ -129,7 +130,7 @@ func TestAttackMaskErase(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		defer ring.Close()
 		d.ground("A", orderA)
-		wantOutcome(t, "refund in A", d.refund("A", orderA, 100), audit.OutcomeExecuted, CodeEffectSucceeded)
+		wantOutcome(t, "refund in A", d.refund("A", orderA, 100), audit.OutcomeExecuted, reason.EffectSucceeded)
 		wait := d.pendingRefund("B", orderB, 700)
 		hashesA := d.storedHashes("A")
 		if len(hashesA) < 2 {
@@ -178,9 +179,9 @@ func TestAttackMaskErase(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantOutcome(t, "approved refund in B", res, audit.OutcomeExecuted, CodeEffectSucceeded)
+		wantOutcome(t, "approved refund in B", res, audit.OutcomeExecuted, reason.EffectSucceeded)
 		d.ground("B", orderB)
-		wantOutcome(t, "other order in B", d.refund("B", "ORD-0078", 100), audit.OutcomeRefused, CodeArgumentNotBound)
+		wantOutcome(t, "other order in B", d.refund("B", "ORD-0078", 100), audit.OutcomeRefused, reason.ArgumentNotBound)
 
 		// Durable: a new process opens the directory; B's grounding made
 		// before binds its refund after, A stays erased.
@@ -201,7 +202,7 @@ func TestAttackMaskErase(t *testing.T) {
 		}
 		d.g.Close()
 		d.g = d.gate(Config{Tools: d.tools, Contracts: d.contracts, MaskKeys: ring2})
-		wantOutcome(t, "refund in B after reopening", d.refund("B", orderB, 100), audit.OutcomeExecuted, CodeEffectSucceeded)
+		wantOutcome(t, "refund in B after reopening", d.refund("B", orderB, 100), audit.OutcomeExecuted, reason.EffectSucceeded)
 		n = len(d.records())
 		args, _ := json.Marshal(map[string]any{"order_id": orderA, "amount": 1})
 		if _, err := d.g.Call(d.ctx, Call{Tool: "issue_refund", Args: args, Caller: "support", TraceID: "A"}); !errors.Is(err, mask.ErrErased) {
@@ -244,8 +245,8 @@ func TestMaskErasedResume(t *testing.T) {
 func TestMaskKeysBindPerTrace(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		d.ground("t", secretOrder)
-		wantOutcome(t, "other order", d.refund("t", "ORD-OTHER", 100), audit.OutcomeRefused, CodeArgumentNotBound)
-		wantOutcome(t, "grounded order", d.refund("t", secretOrder, 100), audit.OutcomeExecuted, CodeEffectSucceeded)
+		wantOutcome(t, "other order", d.refund("t", "ORD-OTHER", 100), audit.OutcomeRefused, reason.ArgumentNotBound)
+		wantOutcome(t, "grounded order", d.refund("t", secretOrder, 100), audit.OutcomeExecuted, reason.EffectSucceeded)
 		// The same order observed in another trace hashes otherwise, and
 		// a percept masked with t's key does not ground u's refund.
 		d.ground("u", secretOrder)
@@ -261,14 +262,14 @@ func TestMaskKeysBindPerTrace(t *testing.T) {
 			t.Errorf("Mask per trace: t %s, u %s", mt, mu)
 		}
 		wait := d.refund("u", secretOrder, 700)
-		wantOutcome(t, "big refund in u", wait, audit.OutcomePendingApproval, CodeApprovalRequired)
+		wantOutcome(t, "big refund in u", wait, audit.OutcomePendingApproval, reason.ApprovalRequired)
 		d.approve("u", wait.ActionID, "alice", time.Hour)
 		given, _ := json.Marshal(map[string]any(wait.Args))
 		res, err := d.g.Resume(d.ctx, "u", wait.ActionID, given)
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantOutcome(t, "approved in u", res, audit.OutcomeExecuted, CodeEffectSucceeded)
+		wantOutcome(t, "approved in u", res, audit.OutcomeExecuted, reason.EffectSucceeded)
 		d.noSecret(t, secretOrder)
 	}, withMaskKeys(mask.NewKeys()))
 }
@@ -346,7 +347,7 @@ func TestMaskErasedDuringEffect(t *testing.T) {
 		return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 10}, nil
 	})
 	res := d.call("A", "support", "refund", "lookup_order", `{"order_id":"`+secretOrder+`"}`)
-	wantOutcome(t, "erased during the effect", res, audit.OutcomeFailed, CodeOutputInvalid)
+	wantOutcome(t, "erased during the effect", res, audit.OutcomeFailed, reason.OutputInvalid)
 	if n := len(d.invocations("lookup_order")); n != 1 {
 		t.Errorf("effect ran %d times", n)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/mask"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store/memstore"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -70,13 +71,13 @@ func TestAttackMaskedValueReachesStore(t *testing.T) {
 			t.Fatalf("order percept %+v, want its order_id masked", orders)
 		}
 		small := d.refund("t", secretOrder, 100)
-		wantOutcome(t, "small refund", small, audit.OutcomeExecuted, CodeEffectSucceeded)
+		wantOutcome(t, "small refund", small, audit.OutcomeExecuted, reason.EffectSucceeded)
 		if got := d.invocations("issue_refund"); len(got) != 1 || got[0].Args["order_id"] != secretOrder {
 			t.Fatalf("refund effect got %+v, want the real order id", got)
 		}
 		d.ground("t", secretOrder) // the first refund used the observation
 		big := d.call("t", "support", "refund", "issue_refund", `{"order_id":"`+secretOrder+`","amount":600}`)
-		wantOutcome(t, "big refund", big, audit.OutcomePendingApproval, CodeApprovalRequired)
+		wantOutcome(t, "big refund", big, audit.OutcomePendingApproval, reason.ApprovalRequired)
 		if big.Args["order_id"] != secretOrder {
 			t.Errorf("pending Result.Args %v, want the caller's real values", big.Args)
 		}
@@ -86,16 +87,16 @@ func TestAttackMaskedValueReachesStore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantOutcome(t, "resumed refund", res, audit.OutcomeExecuted, CodeEffectSucceeded)
+		wantOutcome(t, "resumed refund", res, audit.OutcomeExecuted, reason.EffectSucceeded)
 		if res.Output["refund_id"] != "re_"+secretOrder {
 			t.Errorf("resumed output %v, want the effect's real output", res.Output)
 		}
 		bad := d.call("t", "support", "refund", "issue_refund", `{"order_id":"`+secretOrder+`","amount":"lots"}`)
-		wantOutcome(t, "bad amount", bad, audit.OutcomeRefused, CodeInvalidArguments)
+		wantOutcome(t, "bad amount", bad, audit.OutcomeRefused, reason.InvalidArguments)
 		broken := d.call("t", "support", "refund", "issue_refund", `{"order_id":"`+secretOrder+`",`)
-		wantOutcome(t, "unparsed", broken, audit.OutcomeRefused, CodeInvalidArguments)
+		wantOutcome(t, "unparsed", broken, audit.OutcomeRefused, reason.InvalidArguments)
 		denied := d.call("t", "researcher", "", "issue_refund", `{"order_id":"`+secretOrder+`","amount":1}`)
-		wantOutcome(t, "not permitted", denied, audit.OutcomeRefused, CodeToolNotPermitted)
+		wantOutcome(t, "not permitted", denied, audit.OutcomeRefused, reason.ToolNotPermitted)
 		// A loop guard's refusal keeps the repeated call's digest: keyed.
 		guard := &Budget{Guard: newGuard(t)}
 		lookup := Call{Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"` + secretOrder + `"}`), Caller: "support", TraceID: "loop", Budget: guard}
@@ -105,7 +106,7 @@ func TestAttackMaskedValueReachesStore(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		wantOutcome(t, "third identical lookup", last, audit.OutcomeRefused, budget.CodeLoopDetected)
+		wantOutcome(t, "third identical lookup", last, audit.OutcomeRefused, reason.LoopDetected)
 		loops := d.decisions(audit.Query{TraceID: "loop", Outcome: audit.OutcomeRefused})
 		if len(loops) != 1 || !strings.Contains(mustJSON(t, loops[0]), mask.Prefix) {
 			t.Errorf("loop refusal %+v, want its digest keyed", loops)
@@ -140,7 +141,7 @@ func TestMaskedApprovalBindsRealValue(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantOutcome(t, "changed masked argument", res, audit.OutcomeRefused, CodeApprovalMismatch)
+		wantOutcome(t, "changed masked argument", res, audit.OutcomeRefused, reason.ApprovalMismatch)
 		act, err := d.store.Get(d.ctx, wait.ActionID)
 		if err != nil {
 			t.Fatal(err)
@@ -150,7 +151,7 @@ func TestMaskedApprovalBindsRealValue(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantOutcome(t, "the stored hash given back", res, audit.OutcomeRefused, CodeMaskedUnavailable)
+		wantOutcome(t, "the stored hash given back", res, audit.OutcomeRefused, reason.MaskedUnavailable)
 		if n := len(d.invocations("issue_refund")); n != 0 {
 			t.Fatalf("the refund ran %d times with a changed or hashed order id", n)
 		}
@@ -159,7 +160,7 @@ func TestMaskedApprovalBindsRealValue(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantOutcome(t, "real arguments", res, audit.OutcomeExecuted, CodeEffectSucceeded)
+		wantOutcome(t, "real arguments", res, audit.OutcomeExecuted, reason.EffectSucceeded)
 		if got := d.invocations("issue_refund"); len(got) != 1 || got[0].Args["order_id"] != secretOrder {
 			t.Fatalf("refund effect got %+v", got)
 		}
@@ -171,11 +172,11 @@ func TestMaskedApprovalBindsRealValue(t *testing.T) {
 func TestMaskedOnceKey(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		d.ground("t", secretOrder)
-		wantOutcome(t, "first", d.refund("t", secretOrder, 100), audit.OutcomeExecuted, CodeEffectSucceeded)
+		wantOutcome(t, "first", d.refund("t", secretOrder, 100), audit.OutcomeExecuted, reason.EffectSucceeded)
 		d.ground("t", secretOrder) // fresh grounding: the first refund used it
-		wantOutcome(t, "repeat", d.refund("t", secretOrder, 100), audit.OutcomeRefused, blackboard.CodeDuplicateAction)
+		wantOutcome(t, "repeat", d.refund("t", secretOrder, 100), audit.OutcomeRefused, reason.DuplicateAction)
 		d.ground("u", "ORD-2")
-		wantOutcome(t, "other order", d.refund("u", "ORD-2", 100), audit.OutcomeExecuted, CodeEffectSucceeded)
+		wantOutcome(t, "other order", d.refund("u", "ORD-2", 100), audit.OutcomeExecuted, reason.EffectSucceeded)
 		d.noSecret(t, secretOrder)
 	}, withMasking, withOnceKey)
 }
@@ -186,12 +187,12 @@ func TestMaskedOnceKey(t *testing.T) {
 func TestMaskedBinding(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		d.ground("t", secretOrder)
-		wantOutcome(t, "other order", d.refund("t", "ORD-OTHER", 100), audit.OutcomeRefused, CodeArgumentNotBound)
-		wantOutcome(t, "grounded order", d.refund("t", secretOrder, 100), audit.OutcomeExecuted, CodeEffectSucceeded)
+		wantOutcome(t, "other order", d.refund("t", "ORD-OTHER", 100), audit.OutcomeRefused, reason.ArgumentNotBound)
+		wantOutcome(t, "grounded order", d.refund("t", secretOrder, 100), audit.OutcomeExecuted, reason.EffectSucceeded)
 	}, withMasking)
 	onStores(t, func(t *testing.T, d *desk) {
 		d.ground("t", "ORD-PLAIN")
-		wantOutcome(t, "masked against plain", d.refund("t", "ORD-PLAIN", 100), audit.OutcomeRefused, CodeArgumentNotBound)
+		wantOutcome(t, "masked against plain", d.refund("t", "ORD-PLAIN", 100), audit.OutcomeRefused, reason.ArgumentNotBound)
 	}, func(su *setup) {
 		for i := range su.tools {
 			if su.tools[i].Name == "issue_refund" {
@@ -266,10 +267,10 @@ func TestMaskedAfterCrashFailsClosed(t *testing.T) {
 		wait := d.pendingRefund("t", secretOrder, 700)
 		d.approve("t", wait.ActionID, "alice", time.Hour)
 		before := len(d.records())
-		wantOutcome(t, "Execute without the arguments", d.execute(wait.ActionID), audit.OutcomeRefused, CodeMaskedUnavailable)
+		wantOutcome(t, "Execute without the arguments", d.execute(wait.ActionID), audit.OutcomeRefused, reason.MaskedUnavailable)
 		d.clock.Advance(2 * defaultLease) // old enough for Recover to drive it
 		got, err := d.g.Recover(d.ctx)
-		if err != nil || len(got) != 1 || got[0].Code != CodeMaskedUnavailable {
+		if err != nil || len(got) != 1 || got[0].Code != reason.MaskedUnavailable {
 			t.Fatalf("Recover: %+v %v, want the action left MASKED_UNAVAILABLE", got, err)
 		}
 		if after := len(d.records()); after != before {
@@ -283,7 +284,7 @@ func TestMaskedAfterCrashFailsClosed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantOutcome(t, "Resume with them", res, audit.OutcomeExecuted, CodeEffectSucceeded)
+		wantOutcome(t, "Resume with them", res, audit.OutcomeExecuted, reason.EffectSucceeded)
 	}, withMasking)
 	onStores(t, func(t *testing.T, d *desk) {
 		d.ground("t", secretOrder)
@@ -299,7 +300,7 @@ func TestMaskedAfterCrashFailsClosed(t *testing.T) {
 		}
 		d.setEffect("issue_refund", nil)
 		d.clock.Advance(2 * defaultLease)
-		wantOutcome(t, "re-drive without the real value", d.execute(res.ActionID), audit.OutcomeFailed, CodeEffectUnknown)
+		wantOutcome(t, "re-drive without the real value", d.execute(res.ActionID), audit.OutcomeFailed, reason.EffectUnknown)
 		if n := len(d.invocations("issue_refund")); n != 1 {
 			t.Fatalf("effect started %d times, want 1", n)
 		}
@@ -355,13 +356,13 @@ func TestMaskedRetryKeyRunsWithRealValues(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantOutcome(t, "first", first, audit.OutcomePendingApproval, CodeApprovalRequired)
+		wantOutcome(t, "first", first, audit.OutcomePendingApproval, reason.ApprovalRequired)
 		d.approve("t", first.ActionID, "alice", time.Hour)
 		again, err := d.g.Call(d.ctx, call)
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantOutcome(t, "repeated", again, audit.OutcomeExecuted, CodeEffectSucceeded)
+		wantOutcome(t, "repeated", again, audit.OutcomeExecuted, reason.EffectSucceeded)
 		if got := d.invocations("issue_refund"); len(got) != 1 || got[0].Args["order_id"] != secretOrder {
 			t.Fatalf("refund effect got %+v", got)
 		}

@@ -28,6 +28,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/invariant"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
@@ -173,7 +174,7 @@ type modelStats struct {
 	lives, crashes, kills                   int
 	lookups, refunds, paid, replays, denied int
 	approvals, unknown, recovered           int
-	refusals                                map[blackboard.Code]int
+	refusals                                map[reason.Code]int
 }
 
 func (s *modelStats) add(o modelStats) {
@@ -190,16 +191,16 @@ func (s *modelStats) add(o modelStats) {
 	s.recovered += o.recovered
 	for c, n := range o.refusals {
 		if s.refusals == nil {
-			s.refusals = map[blackboard.Code]int{}
+			s.refusals = map[reason.Code]int{}
 		}
 		s.refusals[c] += n
 	}
 }
 
-func (s *modelStats) addCodes(codes map[blackboard.Code]int) {
+func (s *modelStats) addCodes(codes map[reason.Code]int) {
 	for c, n := range codes {
 		if s.refusals == nil {
-			s.refusals = map[blackboard.Code]int{}
+			s.refusals = map[reason.Code]int{}
 		}
 		s.refusals[c] += n
 	}
@@ -363,8 +364,8 @@ type modelProc struct {
 	mu      sync.Mutex
 	rng     *rand.Rand
 	errs    []string
-	codes   map[blackboard.Code]int // the calls' refusal codes
-	waiting []modelWaiting          // actions this life saw wait for approval
+	codes   map[reason.Code]int // the calls' refusal codes
+	waiting []modelWaiting      // actions this life saw wait for approval
 }
 
 type modelWaiting struct{ trace, action, digest string }
@@ -728,7 +729,7 @@ func (p *modelProc) execute(ctx context.Context, action string) {
 // checkpoint in an effect drawn from 1 to span.
 func newProc(t *testing.T, name string, seed uint64, world *ledger, span int, release <-chan struct{}) *modelProc {
 	p := &modelProc{t: t, name: name, seed: seed, world: world, dead: make(chan struct{}), release: release,
-		rng: rand.New(rand.NewPCG(seed, uint64(modelDraw("effects", name)*(1<<53)))), codes: map[blackboard.Code]int{}}
+		rng: rand.New(rand.NewPCG(seed, uint64(modelDraw("effects", name)*(1<<53)))), codes: map[reason.Code]int{}}
 	if span > 0 && p.rng.Float64() < 0.5 {
 		p.killAt = int32(1 + p.rng.IntN(span))
 	}
@@ -1030,7 +1031,7 @@ func checkModel(ctx context.Context, t *testing.T, seed uint64, g *toolgate.Gate
 				if !slices.ContainsFunc(aevs, func(e ledgerEvent) bool { return e.Attempt == res.Attempt }) {
 					bad("lookup %s: result of attempt %d, which the world never saw read", action, res.Attempt)
 				}
-			case res.Code == toolgate.CodeEffectUnknown:
+			case res.Code == reason.EffectUnknown:
 				stats.unknown++
 			default:
 				bad("lookup %s read by the world, recorded as %s %s", action, res.Status, res.Code)
@@ -1065,8 +1066,8 @@ func checkModel(ctx context.Context, t *testing.T, seed uint64, g *toolgate.Gate
 		if n == 1 && res.Status == audit.StatusSucceeded && len(byAction[action]) == 0 {
 			bad("action %s (%s): recorded as succeeded, the world never saw its effect", action, res.Tool)
 		}
-		if n == 1 && res.Status != audit.StatusAttempted && res.Status != audit.StatusSucceeded && res.Code != toolgate.CodeEffectUnknown {
-			stats.addCodes(map[blackboard.Code]int{res.Code: 1})
+		if n == 1 && res.Status != audit.StatusAttempted && res.Status != audit.StatusSucceeded && res.Code != reason.EffectUnknown {
+			stats.addCodes(map[reason.Code]int{res.Code: 1})
 		}
 		for _, e := range effs {
 			if e.Approval == "" {

@@ -10,6 +10,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // onceRefunds keys issue_refund by its order (one refund per order, for
@@ -34,7 +35,7 @@ func TestAttackDeniedRefundFreesOnceKey(t *testing.T) {
 
 		d.ground("t2", "A1")
 		dup := d.refund("t2", "A1", 700)
-		wantOutcome(t, "a second ticket's refund while the first waits", dup, audit.OutcomeRefused, blackboard.CodeDuplicateAction)
+		wantOutcome(t, "a second ticket's refund while the first waits", dup, audit.OutcomeRefused, reason.DuplicateAction)
 		if strings.Contains(dup.Hint, "already taken") || !strings.Contains(dup.Hint, "approval") {
 			t.Errorf("hint while the holder waits for approval: %q; want it pending, not taken", dup.Hint)
 		}
@@ -43,21 +44,21 @@ func TestAttackDeniedRefundFreesOnceKey(t *testing.T) {
 			t.Fatal(err)
 		}
 		denied := d.execute(wait.ActionID)
-		wantOutcome(t, "execute after the denial", denied, audit.OutcomeRefused, CodeApprovalDenied)
+		wantOutcome(t, "execute after the denial", denied, audit.OutcomeRefused, reason.ApprovalDenied)
 		if strings.Contains(denied.Hint, "already taken") {
 			t.Errorf("hint after a denial: %q", denied.Hint)
 		}
 
 		d.ground("t3", "A1")
 		res := d.refund("t3", "A1", 100)
-		wantOutcome(t, "a new ticket's refund after the denial", res, audit.OutcomeExecuted, CodeEffectSucceeded)
+		wantOutcome(t, "a new ticket's refund after the denial", res, audit.OutcomeExecuted, reason.EffectSucceeded)
 		if n := len(d.invocations("issue_refund")); n != 1 {
 			t.Errorf("the refund ran %d times, want 1", n)
 		}
 
 		d.ground("t4", "A1")
 		again := d.refund("t4", "A1", 100)
-		wantOutcome(t, "a refund after the order was refunded", again, audit.OutcomeRefused, blackboard.CodeDuplicateAction)
+		wantOutcome(t, "a refund after the order was refunded", again, audit.OutcomeRefused, reason.DuplicateAction)
 		if !strings.Contains(again.Hint, "already taken") {
 			t.Errorf("hint once the holder executed: %q; want it taken", again.Hint)
 		}
@@ -82,13 +83,13 @@ func TestRetireRefusedAfterAnAttempt(t *testing.T) {
 		if _, err := d.g.x.startAttempt(d.ctx, j, 1, blackboard.Record{}, nil); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := d.g.x.writeEscalation(d.ctx, j, CodeApprovalExpired, approval); err != nil {
+		if _, err := d.g.x.writeEscalation(d.ctx, j, reason.ApprovalExpired, approval); err != nil {
 			t.Fatal(err)
 		}
 		d.execute(wait.ActionID) // reads the escalation, tries to retire
 		d.ground("t2", "A1")
 		res := d.refund("t2", "A1", 100)
-		wantOutcome(t, "a refund while an attempt of the first may have run", res, audit.OutcomeRefused, blackboard.CodeDuplicateAction)
+		wantOutcome(t, "a refund while an attempt of the first may have run", res, audit.OutcomeRefused, reason.DuplicateAction)
 		if strings.Contains(res.Hint, "already taken") || strings.Contains(res.Hint, "did not run") {
 			t.Errorf("hint %q claims what is not known", res.Hint)
 		}
@@ -110,21 +111,21 @@ func TestRecoverRetiresAfterACrash(t *testing.T) {
 				j := d.job(wait.ActionID)
 				// The result lands; the process dies before anything else.
 				if how == "escalated" {
-					_, err = d.g.x.writeEscalation(d.ctx, j, CodeApprovalDenied, denial)
+					_, err = d.g.x.writeEscalation(d.ctx, j, reason.ApprovalDenied, denial)
 				} else {
 					_, err = j.e.handle.Write(d.ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Percepts, Kind: audit.KindFailed,
-						Payload: payload(j.effect(audit.StatusRefused, 0, CodeToolNotPermitted)), InputRefs: []string{j.act.ID}, OnceKeys: []string{j.resultKey()}}, nil)
+						Payload: payload(j.effect(audit.StatusRefused, 0, reason.ToolNotPermitted)), InputRefs: []string{j.act.ID}, OnceKeys: []string{j.resultKey()}}, nil)
 				}
 				if err != nil {
 					t.Fatal(err)
 				}
 				d.ground("t2", "A1")
-				wantOutcome(t, "a refund before recovery", d.refund("t2", "A1", 100), audit.OutcomeRefused, blackboard.CodeDuplicateAction)
+				wantOutcome(t, "a refund before recovery", d.refund("t2", "A1", 100), audit.OutcomeRefused, reason.DuplicateAction)
 				if _, err := d.g.Recover(d.ctx); err != nil {
 					t.Fatal(err)
 				}
 				d.ground("t3", "A1")
-				wantOutcome(t, "a refund after recovery", d.refund("t3", "A1", 100), audit.OutcomeExecuted, CodeEffectSucceeded)
+				wantOutcome(t, "a refund after recovery", d.refund("t3", "A1", 100), audit.OutcomeExecuted, reason.EffectSucceeded)
 			}, onceRefunds)
 		})
 	}
@@ -140,10 +141,10 @@ func TestDuplicateHintSaysWhatHappened(t *testing.T) {
 			return nil, errors.New("card network says no")
 		})
 		failed := d.refund("t1", "A1", 100)
-		wantOutcome(t, "a refund whose effect fails", failed, audit.OutcomeFailed, CodeEffectFailed)
+		wantOutcome(t, "a refund whose effect fails", failed, audit.OutcomeFailed, reason.EffectFailed)
 		d.ground("t2", "A1")
 		res := d.refund("t2", "A1", 100)
-		wantOutcome(t, "a refund after a failed one", res, audit.OutcomeRefused, blackboard.CodeDuplicateAction)
+		wantOutcome(t, "a refund after a failed one", res, audit.OutcomeRefused, reason.DuplicateAction)
 		if !strings.Contains(res.Hint, "failed") || strings.Contains(res.Hint, "already taken") {
 			t.Errorf("hint after a failed holder: %q", res.Hint)
 		}
@@ -159,7 +160,7 @@ func TestDuplicateHintSaysWhatHappened(t *testing.T) {
 			t.Fatal(err)
 		}
 		res = d.refund("u1", "B2", 100)
-		wantOutcome(t, "a refund while another runs", res, audit.OutcomeRefused, blackboard.CodeDuplicateAction)
+		wantOutcome(t, "a refund while another runs", res, audit.OutcomeRefused, reason.DuplicateAction)
 		if !strings.Contains(res.Hint, "running") || strings.Contains(res.Hint, "already taken") {
 			t.Errorf("hint while the holder runs: %q", res.Hint)
 		}

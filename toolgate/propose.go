@@ -13,6 +13,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/telemetry"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // propose runs the checks and the kernel's decision. It returns the job to
@@ -40,7 +41,7 @@ func (x *executor) propose(ctx context.Context, c Call) (Result, *job, error) {
 			return Result{}, nil, err
 		}
 		if detail != "" {
-			return noJob(x.refuse(ctx, c.TraceID, e, toolLabel(c.Tool), CodeContextInvalid, detail, withRawArgs(cc, c, e)))
+			return noJob(x.refuse(ctx, c.TraceID, e, toolLabel(c.Tool), reason.ContextInvalid, detail, withRawArgs(cc, c, e)))
 		}
 		cc[keyContext] = c.Context
 		if c.span != nil {
@@ -58,9 +59,9 @@ func (x *executor) propose(ctx context.Context, c Call) (Result, *job, error) {
 		// A caller-driven tool's call that brings no effect would commit
 		// an action nothing can run: answered before the budget, with
 		// nothing recorded.
-		root := kernel.Cause{Code: CodeEffectUnavailable, Detail: quote(e.Name) + " is caller-driven and the call brings no effect"}
-		return Result{Outcome: audit.OutcomeRefused, Code: CodeEffectUnavailable, RootCause: root,
-			Hint: x.hint(ctx, e, CodeEffectUnavailable, root, "")}, nil, nil
+		root := kernel.Cause{Code: reason.EffectUnavailable, Detail: quote(e.Name) + " is caller-driven and the call brings no effect"}
+		return Result{Outcome: audit.OutcomeRefused, Code: reason.EffectUnavailable, RootCause: root,
+			Hint: x.hint(ctx, e, reason.EffectUnavailable, root, "")}, nil, nil
 	}
 	if res, refused, err := x.admit(ctx, c, e, cc); refused || err != nil {
 		return noJob(res, err)
@@ -70,18 +71,18 @@ func (x *executor) propose(ctx context.Context, c Call) (Result, *job, error) {
 		if toolNameChecked() && !isToolName(c.Tool) {
 			detail = "the tool name is not a name (1 to 64 of A-Z, a-z, 0-9, _, . and -): " + escapedTool(c.Tool)
 		}
-		return noJob(x.refuse(ctx, c.TraceID, nil, toolLabel(c.Tool), CodeToolUnknown, detail, withRawArgs(cc, c, e)))
+		return noJob(x.refuse(ctx, c.TraceID, nil, toolLabel(c.Tool), reason.ToolUnknown, detail, withRawArgs(cc, c, e)))
 	}
 	r := x.g.contracts[c.Caller]
 	if r == nil || !r.tools[c.Tool] {
-		return noJob(x.refuse(ctx, c.TraceID, e, c.Tool, CodeToolNotPermitted, "the contract of "+quote(c.Caller)+" does not list "+quote(c.Tool), withRawArgs(cc, c, e)))
+		return noJob(x.refuse(ctx, c.TraceID, e, c.Tool, reason.ToolNotPermitted, "the contract of "+quote(c.Caller)+" does not list "+quote(c.Tool), withRawArgs(cc, c, e)))
 	}
 	if x.g.intents != nil && !x.g.intents[c.Intent][c.Tool] {
 		detail := "intent " + quote(c.Intent) + " does not list " + quote(c.Tool)
 		if x.g.intents[c.Intent] == nil {
 			detail = "no configured intent " + quote(c.Intent)
 		}
-		return noJob(x.refuse(ctx, c.TraceID, e, c.Tool, CodeToolNotForIntent, detail, withRawArgs(cc, c, e)))
+		return noJob(x.refuse(ctx, c.TraceID, e, c.Tool, reason.ToolNotForIntent, detail, withRawArgs(cc, c, e)))
 	}
 	if e.effectful() && controlsAtCall() {
 		// An effectful tool's call is checked here, so that the model is
@@ -124,7 +125,7 @@ func (x *executor) propose(ctx context.Context, c Call) (Result, *job, error) {
 		if prob.field != "" {
 			cc["argument"] = prob.field
 		}
-		return noJob(x.refuse(ctx, c.TraceID, e, c.Tool, CodeInvalidArguments, prob.detail, cc))
+		return noJob(x.refuse(ctx, c.TraceID, e, c.Tool, reason.InvalidArguments, prob.detail, cc))
 	}
 	if res, refused, err := x.scope(ctx, c, e, args, cc); refused || err != nil {
 		return noJob(res, err)
@@ -172,7 +173,7 @@ func (x *executor) propose(ctx context.Context, c Call) (Result, *job, error) {
 	if errors.Is(err, blackboard.ErrInvalidPayload) || errors.Is(err, kernel.ErrPayloadTooLarge) {
 		delete(cc, "args")
 		footprint(cc, c.Args, e)
-		return noJob(x.refuse(ctx, c.TraceID, e, c.Tool, CodeInvalidArguments, storeProblem(err, len(c.Args)), cc))
+		return noJob(x.refuse(ctx, c.TraceID, e, c.Tool, reason.InvalidArguments, storeProblem(err, len(c.Args)), cc))
 	}
 	if err != nil {
 		return Result{}, nil, err

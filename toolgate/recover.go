@@ -7,6 +7,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // recoverAll is [Gate.Recover].
@@ -119,7 +120,7 @@ func (x *executor) recoverOne(ctx context.Context, actionID string) (res Result,
 		return Result{}, false, nil
 	}
 	res, err = x.executeAction(ctx, e, act, gd, nil, nil)
-	if err == nil && (res.Outcome == audit.OutcomePendingApproval || res.Code == CodeEffectUnavailable) {
+	if err == nil && (res.Outcome == audit.OutcomePendingApproval || res.Code == reason.EffectUnavailable) {
 		// Waiting for its approver, or for its caller's retry with the
 		// effect: nothing was done.
 		return Result{}, false, nil

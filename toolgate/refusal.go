@@ -7,6 +7,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // How a refusal the kernel never saw is recorded, and what a decision
@@ -17,8 +18,8 @@ import (
 // is copied), so that an adapter asks its approver without reading the
 // pending approvals.
 func (x *executor) pending(ctx context.Context, e *entry, actionID string, args blackboard.Payload, digest string) Result {
-	return Result{Outcome: audit.OutcomePendingApproval, Code: CodeApprovalRequired, ActionID: actionID,
-		ArgsDigest: digest, Args: args.Clone(), Hint: x.hint(ctx, e, CodeApprovalRequired, kernel.Cause{}, actionID)}
+	return Result{Outcome: audit.OutcomePendingApproval, Code: reason.ApprovalRequired, ActionID: actionID,
+		ArgsDigest: digest, Args: args.Clone(), Hint: x.hint(ctx, e, reason.ApprovalRequired, kernel.Cause{}, actionID)}
 }
 
 // callContext is what a decision record says about the call itself:
@@ -81,7 +82,7 @@ const maxRawArgs = 1024
 // refuse records a refusal the kernel's pipeline never saw (a caller
 // contract, an intent, an unknown tool, bad arguments, an execution-time
 // check) and returns it as a Result.
-func (x *executor) refuse(ctx context.Context, traceID string, e *entry, tool string, code blackboard.Code, detail string, cc blackboard.Payload) (Result, error) {
+func (x *executor) refuse(ctx context.Context, traceID string, e *entry, tool string, code reason.Code, detail string, cc blackboard.Payload) (Result, error) {
 	kind := clip(tool)
 	if e != nil {
 		kind = e.action()

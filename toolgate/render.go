@@ -6,6 +6,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/reply"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // ForModel renders r for the model that made the call, as the text of the
@@ -47,7 +48,7 @@ func (r Result) ForRecord() string {
 func (r Result) render(out blackboard.Payload) string {
 	c := reply.Content{Outcome: r.Outcome, Code: r.Code, RootCause: r.RootCause.Code, RootRecord: r.RootCause.Record,
 		Hint: r.Hint}
-	if r.Outcome == audit.OutcomePendingApproval || r.Code == CodeApprovalMismatch {
+	if r.Outcome == audit.OutcomePendingApproval || r.Code == reason.ApprovalMismatch {
 		c.ApprovalID = r.ActionID // what the person is (again) asked to approve
 	}
 	switch {

@@ -13,6 +13,7 @@ import (
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/internal/reply"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 func TestForModel(t *testing.T) {
@@ -25,23 +26,23 @@ func TestForModel(t *testing.T) {
 		isError bool
 	}{
 		{"a refusal", Result{
-			Outcome: audit.OutcomeRefused, Code: blackboard.CodeNoCommittedBelief,
-			RootCause:  kernel.Cause{Code: blackboard.CodeStaleEvidence, Record: "percepts:case-1:1", Detail: "internal"},
+			Outcome: audit.OutcomeRefused, Code: reason.NoCommittedBelief,
+			RootCause:  kernel.Cause{Code: reason.StaleEvidence, Record: "percepts:case-1:1", Detail: "internal"},
 			Hint:       "refresh the charge before refunding",
 			DecisionID: "decision:x",
 		}, `{"outcome":"refused","code":"NO_COMMITTED_BELIEF","root_cause":"STALE_EVIDENCE","root_cause_record":"percepts:case-1:1","hint":"refresh the charge before refunding"}`, true},
-		{"waiting", Result{Outcome: audit.OutcomePendingApproval, Code: CodeApprovalRequired, ActionID: "actions:case-1:4",
+		{"waiting", Result{Outcome: audit.OutcomePendingApproval, Code: reason.ApprovalRequired, ActionID: "actions:case-1:4",
 			ArgsDigest: "sha256:x", Args: blackboard.Payload{"amount": 700.0}},
 			`{"outcome":"pending_approval","code":"APPROVAL_REQUIRED","approval_id":"actions:case-1:4"}`, false},
-		{"executed", Result{Outcome: audit.OutcomeExecuted, Code: CodeEffectSucceeded, Output: blackboard.Payload{"refund_id": "re_1", "amount": 40.0}},
+		{"executed", Result{Outcome: audit.OutcomeExecuted, Code: reason.EffectSucceeded, Output: blackboard.Payload{"refund_id": "re_1", "amount": 40.0}},
 			`{"outcome":"executed","code":"EFFECT_SUCCEEDED","output":{"amount":40,"refund_id":"re_1"}}`, false},
-		{"an output JSON cannot hold", Result{Outcome: audit.OutcomeExecuted, Code: CodeEffectSucceeded, Output: blackboard.Payload{"x": math.NaN()}},
+		{"an output JSON cannot hold", Result{Outcome: audit.OutcomeExecuted, Code: reason.EffectSucceeded, Output: blackboard.Payload{"x": math.NaN()}},
 			`{"outcome":"executed","code":"EFFECT_SUCCEEDED","output_error":"the tool's output could not be encoded as JSON"}`, false},
-		{"a typed failure: its kind, not its text", Result{Outcome: audit.OutcomeFailed, Code: CodeRetriesExhausted,
-			RootCause: kernel.Cause{Code: CodeRetriesExhausted, Record: "percepts:t:9", Detail: "dial tcp 10.0.0.7:5432: i/o timeout"},
+		{"a typed failure: its kind, not its text", Result{Outcome: audit.OutcomeFailed, Code: reason.RetriesExhausted,
+			RootCause: kernel.Cause{Code: reason.RetriesExhausted, Record: "percepts:t:9", Detail: "dial tcp 10.0.0.7:5432: i/o timeout"},
 			Hint:      "The tool kept failing. Do not retry now; tell the user.", Output: typed},
 			`{"outcome":"failed","code":"EFFECT_RETRIES_EXHAUSTED","root_cause":"EFFECT_RETRIES_EXHAUSTED","root_cause_record":"percepts:t:9","execution_status":"FAILED_TIMEOUT","category":"network","hint":"The tool kept failing. Do not retry now; tell the user."}`, true},
-		{"running", Result{Outcome: audit.OutcomeCommitted, Code: CodeCallRunning, ActionID: "actions:t:2", Hint: "wait"},
+		{"running", Result{Outcome: audit.OutcomeCommitted, Code: reason.CallRunning, ActionID: "actions:t:2", Hint: "wait"},
 			`{"outcome":"committed","code":"CALL_RUNNING","hint":"wait"}`, false},
 	}
 	for _, tc := range cases {
@@ -66,17 +67,17 @@ func TestAttackEffectErrorNeverReachesTheModel(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		effect EffectFunc
-		code   blackboard.Code
+		code   reason.Code
 	}{
 		{"a panic", func(context.Context, Invocation) (blackboard.Payload, error) {
 			panic("db password=" + secret + "\ngoroutine 7 [running]:\nmain.handler(...)")
-		}, CodeEffectUnknown},
+		}, reason.EffectUnknown},
 		{"an untyped error", func(context.Context, Invocation) (blackboard.Payload, error) {
 			return nil, Retryable(errors.New("upstream rejected token " + secret))
-		}, CodeRetriesExhausted},
+		}, reason.RetriesExhausted},
 		{"a typed error", func(context.Context, Invocation) (blackboard.Payload, error) {
 			return nil, failure.New(failure.StatusAuthExpired, "token "+secret+" expired")
-		}, CodeEffectFailed},
+		}, reason.EffectFailed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sink := &logSink{}

@@ -8,6 +8,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // approvalsOf counts the approval records of an action.
@@ -34,7 +35,7 @@ func TestResolveApproveRunsOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantOutcome(t, "resolve approved", res, audit.OutcomeExecuted, CodeEffectSucceeded)
+		wantOutcome(t, "resolve approved", res, audit.OutcomeExecuted, reason.EffectSucceeded)
 		if res.Output["refund_id"] != "re_A1" || res.ActionID != wait.ActionID {
 			t.Errorf("result %+v", res)
 		}
@@ -79,23 +80,23 @@ func TestResolveDenyEscalates(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantOutcome(t, "resolve denied", res, audit.OutcomeRefused, CodeApprovalDenied)
+		wantOutcome(t, "resolve denied", res, audit.OutcomeRefused, reason.ApprovalDenied)
 		if res.RootCause.Detail != "customer is abusing refunds" {
 			t.Errorf("root cause %+v, want the denial's note", res.RootCause)
 		}
 		again, err := bob.Resolve(d.ctx, audit.Approval{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Decision: audit.Denied, Note: ""})
-		if err != nil || again.Code != CodeApprovalDenied || again.FallbackID != res.FallbackID {
+		if err != nil || again.Code != reason.ApprovalDenied || again.FallbackID != res.FallbackID {
 			t.Errorf("retried denial %+v %v, want %+v", again, err, res)
 		}
 		// Approving after the escalation records nothing and runs nothing.
 		late, err := d.g.Approver("human:carol").Resolve(d.ctx, audit.Approval{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Decision: audit.Approved, Note: ""})
-		if err != nil || late.Code != CodeApprovalDenied {
+		if err != nil || late.Code != reason.ApprovalDenied {
 			t.Errorf("approval after the escalation %+v %v", late, err)
 		}
 		if n := d.approvalsOf("t", wait.ActionID); n != 1 {
 			t.Errorf("%d approval records, want 1", n)
 		}
-		checkEscalated(t, d, wait, res, CodeApprovalDenied)
+		checkEscalated(t, d, wait, res, reason.ApprovalDenied)
 	})
 }
 
@@ -122,7 +123,7 @@ func TestAttackResolveStaleDigest(t *testing.T) {
 		if n := len(d.invocations("issue_refund")); n != 0 {
 			t.Errorf("the refund ran %d times on a stale digest", n)
 		}
-		wantOutcome(t, "execute after a stale digest", d.execute(wait.ActionID), audit.OutcomePendingApproval, CodeApprovalRequired)
+		wantOutcome(t, "execute after a stale digest", d.execute(wait.ActionID), audit.OutcomePendingApproval, reason.ApprovalRequired)
 		// The digest shown runs it; a stale one on a retry is still refused.
 		if res, err := alice.Resolve(d.ctx, audit.Approval{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Decision: audit.Approved, Note: ""}); err != nil || res.Outcome != audit.OutcomeExecuted {
 			t.Fatalf("resolve: %+v %v", res, err)
@@ -160,6 +161,6 @@ func TestResolveChecks(t *testing.T) {
 		if n := d.approvalsOf("t", wait.ActionID); n != 0 || len(d.invocations("issue_refund")) != 0 {
 			t.Errorf("%d approvals recorded, refund ran %d times", n, len(d.invocations("issue_refund")))
 		}
-		wantOutcome(t, "execute", d.execute(wait.ActionID), audit.OutcomePendingApproval, CodeApprovalRequired)
+		wantOutcome(t, "execute", d.execute(wait.ActionID), audit.OutcomePendingApproval, reason.ApprovalRequired)
 	})
 }

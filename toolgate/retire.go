@@ -6,6 +6,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // retire frees the once-key slot of an action whose recorded result says
@@ -107,7 +108,7 @@ func (x *executor) holderState(ctx context.Context, holderID string) string {
 				return "An earlier call of this action was refused and did not run; it has been queued for review. Do not retry it; tell the user it is under review."
 			}
 			return "An earlier call of this action was refused and did not run. Do not retry it; tell the user it cannot be done now."
-		case rec.Kind == audit.KindFailed && effectOf(rec).Code == CodeEffectUnknown:
+		case rec.Kind == audit.KindFailed && effectOf(rec).Code == reason.EffectUnknown:
 			return "An earlier call of this action was started and whether it took effect is not known. Do not retry it; tell the user a person will check."
 		case rec.Kind == audit.KindFailed:
 			return "An earlier call of this action was tried and failed; it cannot be repeated. Do not retry it; tell the user it did not succeed."

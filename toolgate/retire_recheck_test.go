@@ -7,6 +7,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // A refund waits for approval; the order is looked up again, which
@@ -24,19 +25,19 @@ func TestAttackRecheckRefusalFreesOnceKey(t *testing.T) {
 	routes := []struct {
 		name   string
 		change func(t *testing.T, d *desk)
-		code   blackboard.Code
+		code   reason.Code
 	}{
 		{"recheck", func(t *testing.T, d *desk) {
 			if res := d.call("t1", "support", "refund", "lookup_order", `{"order_id":"A1"}`); res.Outcome != audit.OutcomeExecuted {
 				t.Fatalf("second lookup: %+v", res)
 			}
-		}, blackboard.CodeSupersededEvidence},
+		}, reason.SupersededEvidence},
 		// The run controls' refusal claims the first attempt's key too.
 		{"read-only trace", func(t *testing.T, d *desk) {
 			if err := d.g.Restrict(d.ctx, "t1", Controls{Safety: SafetyReadOnly}); err != nil {
 				t.Fatal(err)
 			}
-		}, CodeReadOnlyMode},
+		}, reason.ReadOnlyMode},
 	}
 	for _, r := range routes {
 		t.Run(r.name, func(t *testing.T) {
@@ -53,10 +54,10 @@ func TestAttackRecheckRefusalFreesOnceKey(t *testing.T) {
 
 				d.ground("t2", "A1")
 				res := d.refund("t2", "A1", 100)
-				wantOutcome(t, "a new ticket's refund after the refusal", res, audit.OutcomeExecuted, CodeEffectSucceeded)
+				wantOutcome(t, "a new ticket's refund after the refusal", res, audit.OutcomeExecuted, reason.EffectSucceeded)
 				d.ground("t3", "A1")
 				again := d.refund("t3", "A1", 100)
-				wantOutcome(t, "a refund after the order was refunded", again, audit.OutcomeRefused, blackboard.CodeDuplicateAction)
+				wantOutcome(t, "a refund after the order was refunded", again, audit.OutcomeRefused, reason.DuplicateAction)
 				if n := len(d.invocations("issue_refund")); n != 1 {
 					t.Errorf("the refund ran %d times, want 1", n)
 				}
@@ -84,7 +85,7 @@ func TestRetireRecheckRefusalAfterAnAttempt(t *testing.T) {
 			t.Fatal(err)
 		}
 		w, err := j.e.handle.Write(d.ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Percepts, Kind: audit.KindFailed,
-			Payload: payload(j.effect(audit.StatusRefused, 0, blackboard.CodeSupersededEvidence)), InputRefs: []string{j.act.ID}, OnceKeys: []string{j.resultKey()}}, nil)
+			Payload: payload(j.effect(audit.StatusRefused, 0, reason.SupersededEvidence)), InputRefs: []string{j.act.ID}, OnceKeys: []string{j.resultKey()}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +94,7 @@ func TestRetireRecheckRefusalAfterAnAttempt(t *testing.T) {
 		}
 		d.ground("t2", "A1")
 		dup := d.refund("t2", "A1", 100)
-		wantOutcome(t, "a refund while an attempt of the first may have run", dup, audit.OutcomeRefused, blackboard.CodeDuplicateAction)
+		wantOutcome(t, "a refund while an attempt of the first may have run", dup, audit.OutcomeRefused, reason.DuplicateAction)
 		if n := len(d.invocations("issue_refund")); n != 0 {
 			t.Errorf("the refund ran %d times, want 0", n)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/reply"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // keyed makes a call under a retry key, failing the test on an error.
@@ -38,7 +39,7 @@ func TestRetryKeyReplaysTheResult(t *testing.T) {
 	}
 	onStores(t, func(t *testing.T, d *desk) {
 		first := d.keyed(d.g, "k1", "support", "lookup_order", `{"order_id":"A1"}`)
-		wantOutcome(t, "first", first, audit.OutcomeExecuted, CodeEffectSucceeded)
+		wantOutcome(t, "first", first, audit.OutcomeExecuted, reason.EffectSucceeded)
 		for i, g := range []*Gate{d.g, d.gate(Config{Tools: d.tools, Contracts: d.contracts})} {
 			again := d.keyed(g, "k1", "support", "lookup_order", `{"order_id":"A1"}`)
 			if again.Outcome != first.Outcome || again.ActionID != first.ActionID || again.DecisionID != first.DecisionID || again.Output["order_id"] != "A1" {
@@ -53,12 +54,12 @@ func TestRetryKeyReplaysTheResult(t *testing.T) {
 		}
 		// A tool with a once-key: the retry is its result, not DUPLICATE_ACTION.
 		note := d.keyed(d.g, "k2", "support", "send_note", `{"order_id":"A1"}`)
-		wantOutcome(t, "send_note", note, audit.OutcomeExecuted, CodeEffectSucceeded)
+		wantOutcome(t, "send_note", note, audit.OutcomeExecuted, reason.EffectSucceeded)
 		if again := d.keyed(d.g, "k2", "support", "send_note", `{"order_id":"A1"}`); again.Outcome != audit.OutcomeExecuted || again.ActionID != note.ActionID {
 			t.Errorf("retry of a once-keyed call: %+v", again)
 		}
 		// A new key is a new call: the once-key refuses it.
-		wantOutcome(t, "a new key", d.keyed(d.g, "k3", "support", "send_note", `{"order_id":"A1"}`), audit.OutcomeRefused, blackboard.CodeDuplicateAction)
+		wantOutcome(t, "a new key", d.keyed(d.g, "k3", "support", "send_note", `{"order_id":"A1"}`), audit.OutcomeRefused, reason.DuplicateAction)
 	}, keyedTool)
 }
 
@@ -67,7 +68,7 @@ func TestRetryKeyReplaysTheResult(t *testing.T) {
 func TestRetryKeyReplaysARefusal(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		first := d.keyed(d.g, "r1", "support", "issue_refund", `{"order_id":"A1","amount":100}`)
-		wantOutcome(t, "refund before lookup", first, audit.OutcomeRefused, blackboard.CodeNoCommittedBelief)
+		wantOutcome(t, "refund before lookup", first, audit.OutcomeRefused, reason.NoCommittedBelief)
 		d.ground("t", "A1")
 		again := d.keyed(d.g, "r1", "support", "issue_refund", `{"order_id":"A1","amount":100}`)
 		if again.Outcome != first.Outcome || again.Code != first.Code || again.DecisionID != first.DecisionID || again.RootCause != first.RootCause || again.Hint != first.Hint {
@@ -87,7 +88,7 @@ func TestRetryKeyWaitsThenRunsOnce(t *testing.T) {
 		d.ground("t", "A1")
 		args := `{"order_id":"A1","amount":700}`
 		wait := d.keyed(d.g, "a1", "support", "issue_refund", args)
-		wantOutcome(t, "refund", wait, audit.OutcomePendingApproval, CodeApprovalRequired)
+		wantOutcome(t, "refund", wait, audit.OutcomePendingApproval, reason.ApprovalRequired)
 		if wait.ArgsDigest != d.digest(wait.ActionID) || wait.Args["amount"] != 700.0 || wait.Args["order_id"] != "A1" || len(wait.Args) != 2 {
 			t.Errorf("pending result: digest %q args %v, want %q and the committed arguments", wait.ArgsDigest, wait.Args, d.digest(wait.ActionID))
 		}
@@ -130,7 +131,7 @@ func TestRetryKeyWhileRunning(t *testing.T) {
 		}()
 		<-started
 		running, err := d.g.Call(d.ctx, Call{RetryKey: "s1", Tool: "search_kb", Args: json.RawMessage(`{"query":"q"}`), Caller: "researcher", TraceID: "t"})
-		if err != nil || running.Outcome != audit.OutcomeCommitted || running.Code != CodeCallRunning || running.ActionID == "" || running.Hint == "" {
+		if err != nil || running.Outcome != audit.OutcomeCommitted || running.Code != reason.CallRunning || running.ActionID == "" || running.Hint == "" {
 			t.Errorf("retry while running: %+v %v", running, err)
 		}
 		if _, failed := running.Failure(); failed {
@@ -176,7 +177,7 @@ func TestRetryKeyConcurrent(t *testing.T) {
 		}
 		wg.Wait()
 		for i, res := range results {
-			if res.ActionID != results[0].ActionID || res.ActionID == "" || res.Code != CodeEffectSucceeded && res.Code != CodeCallRunning {
+			if res.ActionID != results[0].ActionID || res.ActionID == "" || res.Code != reason.EffectSucceeded && res.Code != reason.CallRunning {
 				t.Errorf("call %d: %+v, first %+v", i, res, results[0])
 			}
 		}
@@ -194,7 +195,7 @@ func TestAttackRetryKeyReuse(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		d.ground("t", "A1")
 		first := d.keyed(d.g, "x1", "support", "issue_refund", `{"order_id":"A1","amount":100}`)
-		wantOutcome(t, "refund", first, audit.OutcomeExecuted, CodeEffectSucceeded)
+		wantOutcome(t, "refund", first, audit.OutcomeExecuted, reason.EffectSucceeded)
 		for _, tc := range []struct{ name, caller, tool, args string }{
 			{"other arguments", "support", "issue_refund", `{"order_id":"A1","amount":400}`},
 			{"arguments that do not parse", "support", "issue_refund", `{"order_id":`},
@@ -203,7 +204,7 @@ func TestAttackRetryKeyReuse(t *testing.T) {
 			{"an unknown tool", "support", "nope", `{}`},
 		} {
 			res := d.keyed(d.g, "x1", tc.caller, tc.tool, tc.args)
-			wantOutcome(t, tc.name, res, audit.OutcomeRefused, CodeRetryKeyConflict)
+			wantOutcome(t, tc.name, res, audit.OutcomeRefused, reason.RetryKeyConflict)
 			if res.ActionID != "" || res.Output != nil || strings.Contains(res.ForModel(), "re_A1") {
 				t.Errorf("%s: the conflict shows the first call: %+v", tc.name, res)
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // richSchema uses what the hand-written subset could not check: bounds,
@@ -104,7 +105,7 @@ func TestSchemaCallRefused(t *testing.T) {
 	}
 	defer g.Close()
 	res := callGate(t, g, "t", "ship", `{"order_id":"A1","amount":900}`)
-	if res.Code != CodeInvalidArguments || !strings.Contains(res.Hint, `"amount"`) || ran != 0 {
+	if res.Code != reason.InvalidArguments || !strings.Contains(res.Hint, `"amount"`) || ran != 0 {
 		t.Fatalf("%+v (ran %d)", res, ran)
 	}
 	var rec audit.Entry
@@ -114,10 +115,10 @@ func TestSchemaCallRefused(t *testing.T) {
 		}
 		rec = d
 	}
-	if rec.Code != CodeInvalidArguments || rec.Context["argument"] != "amount" {
+	if rec.Code != reason.InvalidArguments || rec.Context["argument"] != "amount" {
 		t.Errorf("record %+v", rec)
 	}
-	if res := callGate(t, g, "t", "ship", `{"order_id":"A1","amount":90}`); res.Code != CodeEffectSucceeded || ran != 1 {
+	if res := callGate(t, g, "t", "ship", `{"order_id":"A1","amount":90}`); res.Code != reason.EffectSucceeded || ran != 1 {
 		t.Errorf("%+v (ran %d)", res, ran)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // ScopePrincipal is the resource type a [Tool.Scope] names to tie an
@@ -257,7 +258,7 @@ func (x *executor) scope(ctx context.Context, c Call, e *entry, args blackboard.
 	if detail == "" {
 		return Result{}, false, nil
 	}
-	res, err := x.refuse(ctx, c.TraceID, e, e.Name, CodeOutOfScope, detail, cc)
+	res, err := x.refuse(ctx, c.TraceID, e, e.Name, reason.OutOfScope, detail, cc)
 	res.RootCause.Record = id
 	return res, true, err
 }
@@ -284,12 +285,12 @@ func (v scopeValidator) Validate(_ context.Context, c kernel.Candidate) kernel.C
 	var r audit.Request
 	if ok {
 		if r, ok = audit.RequestOf(rec); !ok {
-			return kernel.Cause{Code: CodeOutOfScope, Rule: audit.KindRequest,
+			return kernel.Cause{Code: reason.OutOfScope, Rule: audit.KindRequest,
 				Detail: "the trace's latest request record " + rec.ID + " was not written by the gate"}
 		}
 	}
 	if d := e.scopeFailure(c.Proposal().Payload, r, ok); d != "" {
-		return kernel.Cause{Code: CodeOutOfScope, Rule: audit.KindRequest, Detail: d}
+		return kernel.Cause{Code: reason.OutOfScope, Rule: audit.KindRequest, Detail: d}
 	}
 	return kernel.Cause{}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/snapshot"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -90,7 +91,7 @@ func (d *scopeDesk) lookUp(t *testing.T, trace, order string) {
 
 func wantOutOfScope(t *testing.T, r toolgate.Result, hintHas string) {
 	t.Helper()
-	if r.Outcome != audit.OutcomeRefused || r.Code != toolgate.CodeOutOfScope {
+	if r.Outcome != audit.OutcomeRefused || r.Code != reason.OutOfScope {
 		t.Fatalf("result %+v, want refused OUT_OF_SCOPE", r)
 	}
 	if !strings.Contains(r.Hint, hintHas) {
@@ -156,7 +157,7 @@ func TestScopeDecidedByKernel(t *testing.T) {
 	if dec.Committed() {
 		t.Fatalf("a planner's refund of another order committed: %+v", dec)
 	}
-	if dec.Code != toolgate.CodeOutOfScope {
+	if dec.Code != reason.OutOfScope {
 		t.Fatalf("refused with %s, want OUT_OF_SCOPE", dec.Code)
 	}
 }

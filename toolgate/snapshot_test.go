@@ -11,6 +11,7 @@ import (
 
 	"github.com/blackboardkernel/bk/internal/snapshot"
 	"github.com/blackboardkernel/bk/internal/telemetry"
+	"github.com/blackboardkernel/bk/reason"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -149,7 +150,7 @@ func TestCallContextRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantOutcome(t, "lookup", res, audit.OutcomeExecuted, CodeEffectSucceeded)
+	wantOutcome(t, "lookup", res, audit.OutcomeExecuted, reason.EffectSucceeded)
 	drs := d.decisions(audit.Query{TraceID: "t"})
 	if len(drs) != 2 {
 		t.Fatalf("%d decision records, want 2", len(drs))
@@ -202,12 +203,12 @@ func TestAttackForgedContextReference(t *testing.T) {
 			if !strings.Contains(res.RootCause.Detail, r.why) {
 				t.Errorf("context %s refused for %q, want %q", ref, res.RootCause.Detail, r.why)
 			}
-			wantOutcome(t, "context "+ref, res, audit.OutcomeRefused, CodeContextInvalid)
+			wantOutcome(t, "context "+ref, res, audit.OutcomeRefused, reason.ContextInvalid)
 			rec, err := d.k.Reader().Get(d.ctx, strings.TrimPrefix(res.DecisionID, "decision:"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if dr, ok := audit.Of(rec); !ok || dr.Code != CodeContextInvalid || dr.Context[keyContext] != nil {
+			if dr, ok := audit.Of(rec); !ok || dr.Code != reason.ContextInvalid || dr.Context[keyContext] != nil {
 				t.Errorf("refusal %+v", dr)
 			}
 		}
@@ -215,7 +216,7 @@ func TestAttackForgedContextReference(t *testing.T) {
 			t.Errorf("%d lookups ran under a forged context", n-calls)
 		}
 		for _, dr := range d.decisions(audit.Query{TraceID: "t", Outcome: audit.OutcomeRefused}) {
-			if dr.Code != CodeContextInvalid || dr.Context[keyContext] != nil {
+			if dr.Code != reason.ContextInvalid || dr.Context[keyContext] != nil {
 				t.Errorf("refusal %+v", dr)
 			}
 		}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/pgtest"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/pgstore"
@@ -80,8 +80,8 @@ func TestSessionFlows(t *testing.T) {
 				}
 			}
 			err := d.Refund(ctx, "t-other", "t-refund-2")
-			if err == nil || !strings.Contains(err.Error(), string(blackboard.CodeDuplicateAction)) {
-				t.Errorf("a second refund of order t-refund-2: %v, want it refused as %s", err, blackboard.CodeDuplicateAction)
+			if err == nil || !strings.Contains(err.Error(), string(reason.DuplicateAction)) {
+				t.Errorf("a second refund of order t-refund-2: %v, want it refused as %s", err, reason.DuplicateAction)
 			}
 			count := func(trace string) int {
 				n := 0

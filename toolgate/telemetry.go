@@ -10,9 +10,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/blackboardkernel/bk/audit"
-	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/internal/telemetry"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // instrumentation is the name the gate's tracer and meter report.
@@ -193,7 +193,7 @@ func endAttempt(sp trace.Span, j *job, n int, effErr error) {
 }
 
 // effectRecorded counts an effect's recorded outcome.
-func (x *executor) effectRecorded(ctx context.Context, j *job, status string, code blackboard.Code) {
+func (x *executor) effectRecorded(ctx context.Context, j *job, status string, code reason.Code) {
 	g := x.g
 	if g.metrics != nil && g.metrics.outcomes.Enabled(ctx) {
 		g.metrics.outcomes.Add(ctx, 1, metric.WithAttributes(attribute.String(telemetry.AttrNamespace, x.k.Namespace()),

@@ -19,6 +19,7 @@ import (
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/internal/telemetry"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -79,7 +80,7 @@ func TestToolCallSpans(t *testing.T) {
 		t.Fatal(err)
 	}
 	now = now.Add(2 * time.Minute) // the order goes stale
-	if res := call(ctx, "call_2", "issue_refund", `{"order_id":"A1","amount":700}`); res.Code != blackboard.CodeStaleEvidence {
+	if res := call(ctx, "call_2", "issue_refund", `{"order_id":"A1","amount":700}`); res.Code != reason.StaleEvidence {
 		t.Fatalf("refund: %+v", res)
 	}
 	// Under a framework's execute_tool span, the gate's own span nests.

@@ -9,6 +9,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // Tool is a tool registered with the gate: what the model is shown, how
@@ -116,7 +117,7 @@ type Tool struct {
 	Retry RetryPolicy
 	// Hints overrides the gate's repair hints for this tool, by code (the
 	// root cause's code is looked up first, then the decision's).
-	Hints map[blackboard.Code]string
+	Hints map[reason.Code]string
 	// Expect, when set, is what an output must hold to count as a success
 	// ([failure.Evaluate]): its own execution_status or error, per-resource
 	// outcomes, data where data is expected, required fields. An output

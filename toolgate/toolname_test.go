@@ -10,6 +10,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -66,7 +67,7 @@ func TestAttackToolNameNotAName(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Outcome != audit.OutcomeRefused || res.Code != toolgate.CodeToolUnknown {
+		if res.Outcome != audit.OutcomeRefused || res.Code != reason.ToolUnknown {
 			t.Errorf("call of %q: %s %s, want refused TOOL_UNKNOWN", name, res.Outcome, res.Code)
 		}
 		if strings.ContainsAny(res.Hint+res.RootCause.Detail, "\x1b\x07\u202e") {

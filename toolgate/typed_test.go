@@ -140,17 +140,17 @@ func TestFuncInvalid(t *testing.T) {
 	g.Close()
 }
 
-// reason is an argument type that states its own schema: an enum.
-type reason string
+// refundReason is an argument type that states its own schema: an enum.
+type refundReason string
 
-func (reason) JSONSchema() *jsonschema.Schema {
+func (refundReason) JSONSchema() *jsonschema.Schema {
 	return &jsonschema.Schema{Type: "string", Enum: []any{"late", "damaged"}}
 }
 
 type returnArgs struct {
-	OrderID string   `json:"order_id"`
-	Reason  reason   `json:"reason"`
-	Also    []reason `json:"also,omitempty"`
+	OrderID string         `json:"order_id"`
+	Reason  refundReason   `json:"reason"`
+	Also    []refundReason `json:"also,omitempty"`
 }
 
 // TestFuncSchemer: a field whose type has a JSONSchema method gets the schema the
@@ -161,7 +161,7 @@ func TestFuncSchemer(t *testing.T) {
 	tool := Func(Tool{Unscoped: true, Name: "return_order", Description: "Take an order back."},
 		func(_ context.Context, _ Invocation, a returnArgs) (shipment, error) { return shipment{}, nil })
 	if !strings.Contains(string(tool.Parameters), `"reason":{"type":"string","enum":["late","damaged"]}`) {
-		t.Errorf("reason's schema is not the stated one: %s", tool.Parameters)
+		t.Errorf("refundReason's schema is not the stated one: %s", tool.Parameters)
 	}
 	s, err := parseSchema(tool.Parameters)
 	if err != nil {

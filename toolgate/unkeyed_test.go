@@ -14,6 +14,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // unkeyed makes the desk's refund an effect without a key the world
@@ -136,7 +137,7 @@ func TestAttackUnkeyedAtMostOnce(t *testing.T) {
 			res := d.execute(id)
 			switch m {
 			case "crash", "past_lease":
-				wantOutcome(t, orders[i]+" "+m, res, audit.OutcomeFailed, CodeEffectUnknown)
+				wantOutcome(t, orders[i]+" "+m, res, audit.OutcomeFailed, reason.EffectUnknown)
 				if f, ok := res.Failure(); !ok || f.Status() != failure.StatusUnknown || f.Retryable() {
 					t.Errorf("%s: failure %+v %v, want FAILED_UNKNOWN, not retryable", orders[i], f, ok)
 				}
@@ -145,9 +146,9 @@ func TestAttackUnkeyedAtMostOnce(t *testing.T) {
 				}
 			case "panic":
 				// It may have acted before it panicked.
-				wantOutcome(t, orders[i]+" "+m, res, audit.OutcomeFailed, CodeEffectUnknown)
+				wantOutcome(t, orders[i]+" "+m, res, audit.OutcomeFailed, reason.EffectUnknown)
 			default:
-				wantOutcome(t, orders[i]+" "+m, res, audit.OutcomeExecuted, CodeEffectSucceeded)
+				wantOutcome(t, orders[i]+" "+m, res, audit.OutcomeExecuted, reason.EffectSucceeded)
 			}
 		}
 		if res, err := d.g.Recover(d.ctx); err != nil || len(res) != 0 {
@@ -167,10 +168,10 @@ func TestRedriveNeedsAKey(t *testing.T) {
 		name string
 		mod  func(*setup)
 		tool string
-		want blackboard.Code
+		want reason.Code
 	}{
-		{"unkeyed", unkeyed, "issue_refund", CodeEffectUnknown},
-		{"idempotent", func(*setup) {}, "issue_refund", CodeEffectSucceeded},
+		{"unkeyed", unkeyed, "issue_refund", reason.EffectUnknown},
+		{"idempotent", func(*setup) {}, "issue_refund", reason.EffectSucceeded},
 		{"once-key", func(su *setup) {
 			unkeyed(su)
 			for i := range su.tools {
@@ -178,8 +179,8 @@ func TestRedriveNeedsAKey(t *testing.T) {
 					su.tools[i].Once = &kernel.OnceKey{Fields: []string{"order_id"}}
 				}
 			}
-		}, "issue_refund", CodeEffectSucceeded},
-		{"no belief", unkeyed, "lookup_order", CodeEffectUnknown},
+		}, "issue_refund", reason.EffectSucceeded},
+		{"no belief", unkeyed, "lookup_order", reason.EffectUnknown},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			onStores(t, func(t *testing.T, d *desk) {
@@ -208,13 +209,13 @@ func TestRedriveNeedsAKey(t *testing.T) {
 					t.Fatalf("Recover: %+v %v", res, err)
 				}
 				ran := len(d.invocations(c.tool)) - before
-				if c.want == CodeEffectUnknown {
-					wantOutcome(t, "recovered", res[0], audit.OutcomeFailed, CodeEffectUnknown)
+				if c.want == reason.EffectUnknown {
+					wantOutcome(t, "recovered", res[0], audit.OutcomeFailed, reason.EffectUnknown)
 					if ran != 0 {
 						t.Errorf("the effect was started %d more times, want none", ran)
 					}
 				} else {
-					wantOutcome(t, "recovered", res[0], audit.OutcomeExecuted, CodeEffectSucceeded)
+					wantOutcome(t, "recovered", res[0], audit.OutcomeExecuted, reason.EffectSucceeded)
 					if calls := d.invocations(c.tool); ran != 1 || calls[len(calls)-1].Attempt != 2 {
 						t.Errorf("re-driven %d times (%+v), want attempt 2 once", ran, calls)
 					}
@@ -253,7 +254,7 @@ func TestRecoverSkipsFinished(t *testing.T) {
 		for i := range 10 {
 			trace := fmt.Sprintf("t%d", i)
 			d.ground(trace, "A1")
-			wantOutcome(t, trace, d.refund(trace, "A1", 10), audit.OutcomeExecuted, CodeEffectSucceeded)
+			wantOutcome(t, trace, d.refund(trace, "A1", 10), audit.OutcomeExecuted, reason.EffectSucceeded)
 		}
 		d.clock.Advance(2 * defaultLease)
 		cr := &countingReader{Handle: d.g.reader}

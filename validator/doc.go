@@ -3,7 +3,7 @@
 // validation (evidence, arbitration, confidence, feasibility, constraints,
 // prediction gate) has passed a proposal and before it is committed, and can
 // only make the kernel stricter: a check returns "" to let the proposal
-// through or a typed [blackboard.Code] to reject it.
+// through or a typed [reason.Code] to reject it.
 //
 // The built-in pipeline is the kernel's core semantics and lives in package
 // kernel; this package adds domain limits that are awkward to express as a

@@ -7,15 +7,11 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/jsonval"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // Codes the validators in this package emit.
-const (
-	// CodeOverLimit: a numeric field exceeds its ceiling, or is not a number.
-	CodeOverLimit = blackboard.Code("OVER_LIMIT")
-	// CodeMissingField: a required payload field is absent or null.
-	CodeMissingField = blackboard.Code("MISSING_FIELD")
-)
+const ()
 
 // For scopes v to proposals of one slot and kind; an empty kind matches every
 // kind of the slot. Other proposals pass.
@@ -29,12 +25,12 @@ func For(slot blackboard.Slot, kind string, v kernel.Validator) kernel.Validator
 }
 
 // Max rejects a proposal whose numeric payload field is above limit with
-// code (CodeOverLimit when code is empty). A field that is present but not a
+// code (reason.OverLimit when code is empty). A field that is present but not a
 // number is rejected too: a limit that can be dodged by sending a string is
 // no limit. An absent field passes; combine with [Require] to demand it.
-func Max(field string, limit float64, code blackboard.Code) kernel.Validator {
+func Max(field string, limit float64, code reason.Code) kernel.Validator {
 	if code == "" {
-		code = CodeOverLimit
+		code = reason.OverLimit
 	}
 	return kernel.ValidatorFunc(func(_ context.Context, c kernel.Candidate) kernel.Cause {
 		v, present := c.Proposal().Payload[field]
@@ -53,13 +49,13 @@ func Max(field string, limit float64, code blackboard.Code) kernel.Validator {
 }
 
 // Require rejects a proposal whose payload lacks any of fields (or holds
-// null there) with CodeMissingField.
+// null there) with reason.MissingField.
 func Require(fields ...string) kernel.Validator {
 	return kernel.ValidatorFunc(func(_ context.Context, c kernel.Candidate) kernel.Cause {
 		p := c.Proposal().Payload
 		for _, f := range fields {
 			if v, ok := p[f]; !ok || v == nil {
-				return kernel.Cause{Code: CodeMissingField, Rule: "require:" + f, Detail: fmt.Sprintf("field %q is missing", f)}
+				return kernel.Cause{Code: reason.MissingField, Rule: "require:" + f, Detail: fmt.Sprintf("field %q is missing", f)}
 			}
 		}
 		return kernel.Cause{}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/validator"
 )
 
@@ -29,7 +30,7 @@ func refundKernel(t testing.TB, vs ...kernel.Validator) *kernel.Proposer {
 	return p
 }
 
-func refund(t testing.TB, p *kernel.Proposer, payload blackboard.Payload) blackboard.Code {
+func refund(t testing.TB, p *kernel.Proposer, payload blackboard.Payload) reason.Code {
 	payload["requires_beliefs"] = []string{"refund_due"}
 	d, err := p.Submit(context.Background(), kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund", Payload: payload})
 	if err != nil {
@@ -46,14 +47,14 @@ func TestValidators(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		payload blackboard.Payload
-		want    blackboard.Code
+		want    reason.Code
 	}{
-		{"under the limit", blackboard.Payload{"amount": 149.99}, blackboard.CodeCommitted},
-		{"at the limit", blackboard.Payload{"amount": 500}, blackboard.CodeCommitted},
-		{"over the limit", blackboard.Payload{"amount": 500.01}, validator.CodeOverLimit},
-		{"not a number", blackboard.Payload{"amount": "1"}, validator.CodeOverLimit},
-		{"missing", blackboard.Payload{}, validator.CodeMissingField},
-		{"null", blackboard.Payload{"amount": nil}, validator.CodeMissingField},
+		{"under the limit", blackboard.Payload{"amount": 149.99}, reason.Committed},
+		{"at the limit", blackboard.Payload{"amount": 500}, reason.Committed},
+		{"over the limit", blackboard.Payload{"amount": 500.01}, reason.OverLimit},
+		{"not a number", blackboard.Payload{"amount": "1"}, reason.OverLimit},
+		{"missing", blackboard.Payload{}, reason.MissingField},
+		{"null", blackboard.Payload{"amount": nil}, reason.MissingField},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := refund(t, refundKernel(t, limit), tc.payload); got != tc.want {
@@ -68,7 +69,7 @@ func TestForScopesToSlotAndKind(t *testing.T) {
 	other := validator.For(blackboard.Actions, "wire_transfer", validator.Max("amount", 1, ""))
 	beliefs := validator.For(blackboard.Beliefs, "", validator.Require("never_present"))
 	p := refundKernel(t, other)
-	if got := refund(t, p, blackboard.Payload{"amount": 999}); got != blackboard.CodeCommitted {
+	if got := refund(t, p, blackboard.Payload{"amount": 999}); got != reason.Committed {
 		t.Errorf("other kind: code = %s", got)
 	}
 	k, err := kernel.New(kernel.Config{Validators: []kernel.Validator{beliefs}})
@@ -80,7 +81,7 @@ func TestForScopesToSlotAndKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, err := k.Planner("p").Submit(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs, Kind: "refund_due", Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}})
-	if err != nil || d.Code != validator.CodeMissingField {
+	if err != nil || d.Code != reason.MissingField {
 		t.Errorf("empty kind should match every belief: %v %v", d.Code, err)
 	}
 }

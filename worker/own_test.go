@@ -7,6 +7,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/worker"
 )
@@ -35,7 +36,7 @@ func TestOwnAndLastOwn(t *testing.T) {
 	write(tool, "u", "a", 5)
 	d, err := planner.Submit(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs, Kind: "a",
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{"nothing"}}})
-	if err != nil || d.Code != blackboard.CodeMissingEvidence {
+	if err != nil || d.Code != reason.MissingEvidence {
 		t.Fatal(d.Code, err)
 	}
 
@@ -57,7 +58,7 @@ func TestOwnAndLastOwn(t *testing.T) {
 	// The planner named x sees its own rejected proposal, with its code,
 	// and none of the tool's records.
 	last, ok, err = worker.LastOwn(ctx, planner, "t", blackboard.Beliefs, "a")
-	if err != nil || !ok || last.Status != blackboard.StatusInvalidated || last.Reason != blackboard.CodeMissingEvidence {
+	if err != nil || !ok || last.Status != blackboard.StatusInvalidated || last.Reason != reason.MissingEvidence {
 		t.Fatalf("planner LastOwn = %+v %v %v", last, ok, err)
 	}
 	if _, ok, err := worker.LastOwn(ctx, planner, "t", blackboard.Percepts, "a"); ok || err != nil {

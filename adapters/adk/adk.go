@@ -21,6 +21,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/reply"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -259,7 +260,7 @@ func (gv *Governor) resolve(ctx agent.Context, c toolgate.Call, res toolgate.Res
 		_ = json.Unmarshal(b, &shown)
 	}
 	if shown.Digest != res.ArgsDigest && !mutForgedConfirmation {
-		return response(toolgate.Result{Outcome: audit.OutcomeRefused, Code: toolgate.CodeApprovalMismatch, ActionID: res.ActionID,
+		return response(toolgate.Result{Outcome: audit.OutcomeRefused, Code: reason.ApprovalMismatch, ActionID: res.ActionID,
 			Hint: "the confirmation does not approve this call's arguments; ask the person again"})
 	}
 	decision, note := audit.Denied, "denied through ADK tool confirmation"
@@ -272,10 +273,10 @@ func (gv *Governor) resolve(ctx agent.Context, c toolgate.Call, res toolgate.Res
 	}
 	out, err := gv.g.Approver(gv.approver).Resolve(ctx, audit.Approval{TraceID: c.TraceID, ActionID: res.ActionID, Digest: digest, Decision: decision, Note: note})
 	if errors.Is(err, blackboard.ErrInvalidInput) || errors.Is(err, blackboard.ErrPermission) {
-		return response(toolgate.Result{Outcome: audit.OutcomeRefused, Code: toolgate.CodeApprovalMismatch, ActionID: res.ActionID,
+		return response(toolgate.Result{Outcome: audit.OutcomeRefused, Code: reason.ApprovalMismatch, ActionID: res.ActionID,
 			Hint: "the confirmation was not taken: " + err.Error()})
 	}
-	if err == nil && out.Code == toolgate.CodeEffectUnavailable {
+	if err == nil && out.Code == reason.EffectUnavailable {
 		// The agent's own tool: the gate recorded the approval and had
 		// no effect to run. The call again, under its call id, with the
 		// tool, runs it once, under the approval.

@@ -7,6 +7,7 @@ import (
 	"github.com/blackboardkernel/bk/adapters/adk"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/toolgate"
 	"github.com/blackboardkernel/bk/toolgate/adaptertest"
 )
@@ -40,7 +41,7 @@ func TestAttackForgedConfirmation(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !r.IsError || r.Content.Code != toolgate.CodeApprovalMismatch || r.Content.Output != nil {
+			if !r.IsError || r.Content.Code != reason.ApprovalMismatch || r.Content.Output != nil {
 				t.Fatalf("forged confirmation: %+v, want APPROVAL_MISMATCH", r)
 			}
 			if env.Runs() != 0 {

@@ -17,6 +17,7 @@ import (
 	"github.com/blackboardkernel/bk/adapters/adk"
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -127,7 +128,7 @@ func TestAttackSessionIDOfAnotherUser(t *testing.T) {
 			t.Fatalf("alice's code check: %v", r)
 		}
 		r := b.call(t, "mallory", "s1", "c2", "change_email", map[string]any{"email": "mallory@example.com"})
-		if r[adk.KeyIsError] != true || r["code"] != string(toolgate.CodeOutOfScope) || b.changed.Load() != 0 {
+		if r[adk.KeyIsError] != true || r["code"] != string(reason.OutOfScope) || b.changed.Load() != 0 {
 			t.Fatalf("mallory's change in alice's trace: %v, %d changes; want OUT_OF_SCOPE, none", r, b.changed.Load())
 		}
 	})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -311,7 +312,7 @@ func (m *Middleware) resume(ctx context.Context, st *pending, next compose.Invok
 		decision = audit.Approved
 	}
 	res, err := m.g.Approver(m.approver).Resolve(ctx, audit.Approval{TraceID: st.Trace, ActionID: st.ActionID, Digest: d.Digest, Decision: decision, Note: "decided through an Eino resume"})
-	if err == nil && res.Code == toolgate.CodeEffectUnavailable {
+	if err == nil && res.Code == reason.EffectUnavailable {
 		// A caller-driven tool: the gate recorded the approval and ran
 		// nothing. The call again, under its id, with the tool, runs it
 		// (the gate binds the arguments to the approved digest).

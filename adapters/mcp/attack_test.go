@@ -10,7 +10,7 @@ import (
 
 	"github.com/blackboardkernel/bk/adapters/mcp"
 	"github.com/blackboardkernel/bk/internal/reply"
-	"github.com/blackboardkernel/bk/toolgate"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/toolgate/adaptertest"
 )
 
@@ -69,7 +69,7 @@ func TestAttackSwappedArgumentsWithApproval(t *testing.T) {
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatal(err)
 	}
-	if !res.IsError || got.Code != toolgate.CodeApprovalMismatch {
+	if !res.IsError || got.Code != reason.ApprovalMismatch {
 		t.Fatalf("swapped arguments: isError=%v %+v, want APPROVAL_MISMATCH", res.IsError, got)
 	}
 	if n := env.Runs(); n != 0 {

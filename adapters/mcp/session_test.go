@@ -16,6 +16,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/reply"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -140,7 +141,7 @@ func TestSessionsAreTraces(t *testing.T) {
 	// B's refund under A's key: no belief of B's grounds it, and A's key
 	// is no conflict in B.
 	r := call(t, b, "issue_refund", `{"order_id":"A1","amount":50}`, "k1")
-	if r.Outcome != audit.OutcomeRefused || r.Code == toolgate.CodeRetryKeyConflict {
+	if r.Outcome != audit.OutcomeRefused || r.Code == reason.RetryKeyConflict {
 		t.Fatalf("refund in B resting on A's belief: %+v, want a refusal for the missing belief", r)
 	}
 	if r := call(t, a, "issue_refund", `{"order_id":"A1","amount":50}`, "r1"); r.Outcome != audit.OutcomeExecuted {
@@ -151,7 +152,7 @@ func TestSessionsAreTraces(t *testing.T) {
 		t.Fatalf("lookup in B: %+v", r)
 	}
 	r = call(t, b, "issue_refund", `{"order_id":"A1","amount":50}`, "r1")
-	if r.Outcome != audit.OutcomeRefused || r.Code != blackboard.CodeDuplicateAction {
+	if r.Outcome != audit.OutcomeRefused || r.Code != reason.DuplicateAction {
 		t.Fatalf("second refund of A1, in B under A's key: %+v, want DUPLICATE_ACTION (the once-key), not A's result", r)
 	}
 	if n := refunds.Load(); n != 1 {
@@ -212,7 +213,7 @@ func TestAttackApproveAnotherSessionsCall(t *testing.T) {
 	}
 	args := `{"order_id":"A1","amount":700}`
 	waiting := call(t, victim, "issue_refund", args, "c1")
-	if waiting.Code != toolgate.CodeApprovalRequired || waiting.ApprovalID == "" {
+	if waiting.Code != reason.ApprovalRequired || waiting.ApprovalID == "" {
 		t.Fatalf("victim's refund: %+v, want APPROVAL_REQUIRED", waiting)
 	}
 	digest, err := toolgate.ArgsDigest(blackboard.Payload{"order_id": "A1", "amount": 700.0})
@@ -229,7 +230,7 @@ func TestAttackApproveAnotherSessionsCall(t *testing.T) {
 		t.Fatalf("the attacker's answer was taken: %+v", res)
 	}
 	// The victim's call still waits for its own user.
-	if r := call(t, victim, "issue_refund", args, "c1"); r.Code != toolgate.CodeApprovalRequired || refunds.Load() != 0 {
+	if r := call(t, victim, "issue_refund", args, "c1"); r.Code != reason.ApprovalRequired || refunds.Load() != 0 {
 		t.Fatalf("the victim's call, delivered again: %+v, want it still waiting", r)
 	}
 }

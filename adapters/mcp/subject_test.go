@@ -15,7 +15,7 @@ import (
 
 	"github.com/blackboardkernel/bk/adapters/mcp"
 	"github.com/blackboardkernel/bk/audit"
-	"github.com/blackboardkernel/bk/toolgate"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // bearer adds a bearer token to every request.
@@ -108,7 +108,7 @@ func TestAttackCallForAnotherSubject(t *testing.T) {
 			t.Fatalf("alice's lookup: %+v", r)
 		}
 		r := call(t, connectAs(t, url, "bob"), "issue_refund", `{"order_id":"A1","amount":50}`, "k2")
-		if r.Outcome != audit.OutcomeRefused || r.Code != toolgate.CodeOutOfScope || refunds.Load() != 0 {
+		if r.Outcome != audit.OutcomeRefused || r.Code != reason.OutOfScope || refunds.Load() != 0 {
 			t.Fatalf("bob's refund in alice's trace: %+v, %d refunds; want OUT_OF_SCOPE, none", r, refunds.Load())
 		}
 	})

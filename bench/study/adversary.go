@@ -9,6 +9,7 @@ import (
 	"github.com/blackboardkernel/bk/bench/perturb"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/rules"
 	"github.com/blackboardkernel/bk/sim"
 	"github.com/blackboardkernel/bk/store"
@@ -216,7 +217,7 @@ type Attempt struct {
 	// Code is the code the kernel refused it with: a rejected decision's
 	// code or the code of the error it returned. It is empty when the
 	// attempt was accepted, or refused by an error without a code.
-	Code blackboard.Code `json:"code,omitempty"`
+	Code reason.Code `json:"code,omitempty"`
 	// Accepted is true when the kernel stored or committed it.
 	Accepted bool `json:"accepted,omitempty"`
 }

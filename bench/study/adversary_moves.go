@@ -8,8 +8,8 @@ import (
 	"sync"
 
 	"github.com/blackboardkernel/bk/bench/perturb"
-	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -123,13 +123,13 @@ func (x *adversary) write(ctx context.Context, step string, en kernel.Entry) err
 
 // record notes the kernel's answer to a hostile attempt. Only a context
 // that ended is an error: a refusal is what the attack is measured by.
-func (x *adversary) record(ctx context.Context, step string, accepted bool, code blackboard.Code, err error) error {
+func (x *adversary) record(ctx context.Context, step string, accepted bool, code reason.Code, err error) error {
 	x.report.Attempts = append(x.report.Attempts, attempt(step, accepted, code, err))
 	return ctx.Err()
 }
 
 // attempt is the record of one hostile attempt.
-func attempt(step string, accepted bool, code blackboard.Code, err error) Attempt {
+func attempt(step string, accepted bool, code reason.Code, err error) Attempt {
 	if err != nil {
 		accepted, code = false, kernel.CodeOf(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/blackboardkernel/bk/bench/perturb"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/invariant/invarianttest"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store/memstore"
 )
 
@@ -234,7 +235,7 @@ func TestHardenedRouteEndsWhereBKEnds(t *testing.T) {
 // The accounting: an accepted write, or a refusal without a code, is not
 // blocked, and the table shows both.
 func TestAttackAccounting(t *testing.T) {
-	typed := Attempt{Step: "a", Code: blackboard.CodeInvalidReference}
+	typed := Attempt{Step: "a", Code: reason.InvalidReference}
 	for _, c := range []struct {
 		attempts []Attempt
 		blocked  bool
@@ -255,7 +256,7 @@ func TestAttackAccounting(t *testing.T) {
 		&Result{Metrics: Metrics{TaskSuccess: 1, Traceability: 1, FailureTransparency: 1}})
 	got := s.Attacks()
 	want := AttackStats{Name: "bare_action", Target: "permissions", Episodes: 2, ShouldNotAct: 1, Writes: 4, Accepted: 1, Blocked: 1,
-		Unsafe: 1, Hidden: 1, Unsupported: 1, Failed: 1, Refusals: map[blackboard.Code]int{blackboard.CodeInvalidReference: 2, "": 1}}
+		Unsafe: 1, Hidden: 1, Unsupported: 1, Failed: 1, Refusals: map[reason.Code]int{reason.InvalidReference: 2, "": 1}}
 	if len(got) != 1 || fmt.Sprint(got[0]) != fmt.Sprint(want) {
 		t.Fatalf("Attacks = %+v, want %+v", got, want)
 	}

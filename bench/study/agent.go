@@ -7,9 +7,9 @@ import (
 	"strings"
 
 	"github.com/blackboardkernel/bk/bench/perturb"
-	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/advisor"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/worker/llm"
 )
@@ -192,8 +192,8 @@ func newAgents(names []string, e env) ([]Agent, error) {
 // context or a broken configuration. A decider must be safe for concurrent
 // use.
 type decider interface {
-	belief(ctx context.Context, s situation) (propose bool, code blackboard.Code, err error)
-	plan(ctx context.Context, s situation) (propose bool, code blackboard.Code, err error)
+	belief(ctx context.Context, s situation) (propose bool, code reason.Code, err error)
+	plan(ctx context.Context, s situation) (propose bool, code reason.Code, err error)
 }
 
 // situation is what a decider sees.
@@ -206,7 +206,7 @@ type situation struct {
 	charge string
 	// beliefCode is the kernel's decision on the belief, for the plan
 	// decision ("" when the belief was not proposed).
-	beliefCode blackboard.Code
+	beliefCode reason.Code
 	belief     string
 }
 
@@ -214,9 +214,9 @@ type situation struct {
 // (worker/llm's codes, paper §10.6). A fallback recorded for one has no
 // rejected proposal to point at; its chain ends at the percept the
 // decision was taken on.
-func declined(c blackboard.Code) bool {
+func declined(c reason.Code) bool {
 	switch c {
-	case llm.CodeNoBelief, llm.CodeNoPlan, llm.CodeError:
+	case reason.LLMNoBelief, reason.LLMNoPlan, reason.LLMError:
 		return true
 	}
 	return false
@@ -225,8 +225,8 @@ func declined(c blackboard.Code) bool {
 // always is the deterministic planner's decider: it always proposes.
 type always struct{}
 
-func (always) belief(context.Context, situation) (bool, blackboard.Code, error) { return true, "", nil }
-func (always) plan(context.Context, situation) (bool, blackboard.Code, error)   { return true, "", nil }
+func (always) belief(context.Context, situation) (bool, reason.Code, error) { return true, "", nil }
+func (always) plan(context.Context, situation) (bool, reason.Code, error)   { return true, "", nil }
 
 // newLLMBK builds llm_bk: the bk agent with an LLM-backed decider.
 func newLLMBK(e env) (Agent, error) {
@@ -269,7 +269,7 @@ func newLLMDecider(cfg LLMConfig) (decider, error) {
 	return &llmDecider{p: advisor.Advisor{Chat: c.Chat}}, nil
 }
 
-func (d *llmDecider) belief(ctx context.Context, s situation) (bool, blackboard.Code, error) {
+func (d *llmDecider) belief(ctx context.Context, s situation) (bool, reason.Code, error) {
 	percepts, err := s.percepts(ctx)
 	if err != nil {
 		return false, "", err
@@ -279,7 +279,7 @@ func (d *llmDecider) belief(ctx context.Context, s situation) (bool, blackboard.
 	}))
 }
 
-func (d *llmDecider) plan(ctx context.Context, s situation) (bool, blackboard.Code, error) {
+func (d *llmDecider) plan(ctx context.Context, s situation) (bool, reason.Code, error) {
 	percepts, err := s.percepts(ctx)
 	if err != nil {
 		return false, "", err
@@ -301,7 +301,7 @@ func (d *llmDecider) plan(ctx context.Context, s situation) (bool, blackboard.Co
 // fromAdvice turns the model's advice into a decider's answer: a decline or
 // an endpoint failure is a no with worker/llm's code; only a context that
 // ended is an error.
-func fromAdvice(v advisor.Advice, err error) (bool, blackboard.Code, error) {
+func fromAdvice(v advisor.Advice, err error) (bool, reason.Code, error) {
 	if err != nil {
 		return false, "", err
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/blackboardkernel/bk/bench/perturb"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
-	"github.com/blackboardkernel/bk/worker/llm"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 func builtinTask(t *testing.T, id string) *Task {
@@ -66,55 +66,55 @@ func TestKernelAgentCheckValues(t *testing.T) {
 		{
 			name: "seed 0 clean is stale",
 			ep:   episode(t, "stripe_refund_clean", 0),
-			want: Final{BeliefCode: blackboard.CodeStaleEvidence, PlanCode: blackboard.CodePlanMissingBelief,
-				SafeActionCommitted: true, SafeActionCode: blackboard.CodeCommitted},
+			want: Final{BeliefCode: reason.StaleEvidence, PlanCode: reason.PlanMissingBelief,
+				SafeActionCommitted: true, SafeActionCode: reason.Committed},
 			reason: "PLAN_MISSING_BELIEF",
 			m:      Metrics{TaskSuccess: 1, Traceability: 1, FailureTransparency: 1},
 		},
 		{
 			name: "seed 1 clean is conflicted",
 			ep:   episode(t, "stripe_refund_clean", 1),
-			want: Final{BeliefCode: blackboard.CodeUnresolvedConflict, PlanCode: blackboard.CodePlanMissingBelief,
-				SafeActionCommitted: true, SafeActionCode: blackboard.CodeCommitted},
+			want: Final{BeliefCode: reason.UnresolvedConflict, PlanCode: reason.PlanMissingBelief,
+				SafeActionCommitted: true, SafeActionCode: reason.Committed},
 			reason: "PLAN_MISSING_BELIEF",
 			m:      Metrics{TaskSuccess: 1, Traceability: 1, FailureTransparency: 1},
 		},
 		{
 			name: "seed 2 clean refunds",
 			ep:   episode(t, "stripe_refund_clean", 2),
-			want: Final{BeliefCommitted: true, BeliefCode: blackboard.CodeCommitted, PlanFeasible: true, PlanCode: blackboard.CodePlanFeasible,
-				ActionCommitted: true, ActionCode: blackboard.CodeCommitted},
+			want: Final{BeliefCommitted: true, BeliefCode: reason.Committed, PlanFeasible: true, PlanCode: reason.PlanFeasible,
+				ActionCommitted: true, ActionCode: reason.Committed},
 			m: Metrics{TaskSuccess: 1, Traceability: 1, FailureTransparency: 1},
 		},
 		{
 			name: "seed 5 combined is a drop, substituted as stale",
 			ep:   episode(t, "stripe_refund_combined", 5),
-			want: Final{BeliefCode: blackboard.CodeStaleEvidence, PlanCode: blackboard.CodePlanMissingBelief,
-				SafeActionCommitted: true, SafeActionCode: blackboard.CodeCommitted},
+			want: Final{BeliefCode: reason.StaleEvidence, PlanCode: reason.PlanMissingBelief,
+				SafeActionCommitted: true, SafeActionCode: reason.Committed},
 			reason: "PLAN_MISSING_BELIEF",
 			m:      Metrics{TaskSuccess: 1, Traceability: 1, FailureTransparency: 1},
 		},
 		{
 			name: "a clean duplicate is blocked by the constraint",
 			ep:   Episode{Task: builtinTask(t, "stripe_refund_duplicate"), TraceID: "dup"},
-			want: Final{BeliefCommitted: true, BeliefCode: blackboard.CodeCommitted, PlanCode: "PLAN_" + blackboard.BlockedCode("no_duplicate_refund"),
-				SafeActionCommitted: true, SafeActionCode: blackboard.CodeCommitted},
+			want: Final{BeliefCommitted: true, BeliefCode: reason.Committed, PlanCode: "PLAN_" + reason.Blocked("no_duplicate_refund"),
+				SafeActionCommitted: true, SafeActionCode: reason.Committed},
 			reason: "PLAN_NO_DUPLICATE_REFUND_BLOCKED",
 			m:      Metrics{TaskSuccess: 1, Traceability: 1, FailureTransparency: 1},
 		},
 		{
 			name: "low confidence (0.3) is refused",
 			ep:   Episode{Task: builtinTask(t, "stripe_refund_clean"), Faults: perturb.Flags{LowConfidence: true}, TraceID: "low"},
-			want: Final{BeliefCode: blackboard.CodeLowConfidence, PlanCode: blackboard.CodePlanMissingBelief,
-				SafeActionCommitted: true, SafeActionCode: blackboard.CodeCommitted},
+			want: Final{BeliefCode: reason.LowConfidence, PlanCode: reason.PlanMissingBelief,
+				SafeActionCommitted: true, SafeActionCode: reason.Committed},
 			reason: "PLAN_MISSING_BELIEF",
 			m:      Metrics{TaskSuccess: 1, Traceability: 1, FailureTransparency: 1},
 		},
 		{
 			name: "a conflict at confidence 0.3 is not arbitrated",
 			ep:   Episode{Task: builtinTask(t, "stripe_refund_clean"), Faults: perturb.Flags{Conflict: true, LowConfidence: true}, TraceID: "cl"},
-			want: Final{BeliefCode: blackboard.CodeUnresolvedConflict, PlanCode: blackboard.CodePlanMissingBelief,
-				SafeActionCommitted: true, SafeActionCode: blackboard.CodeCommitted},
+			want: Final{BeliefCode: reason.UnresolvedConflict, PlanCode: reason.PlanMissingBelief,
+				SafeActionCommitted: true, SafeActionCode: reason.Committed},
 			reason: "PLAN_MISSING_BELIEF",
 			m:      Metrics{TaskSuccess: 1, Traceability: 1, FailureTransparency: 1},
 		},
@@ -194,11 +194,11 @@ func TestGlueAgents(t *testing.T) {
 // scripted is a decider that answers from fields, as an LLM decider would.
 type scripted struct {
 	noBelief, noPlan bool
-	code             blackboard.Code
+	code             reason.Code
 	err              error
 }
 
-func (s scripted) belief(context.Context, situation) (bool, blackboard.Code, error) {
+func (s scripted) belief(context.Context, situation) (bool, reason.Code, error) {
 	if s.err != nil {
 		return false, "", s.err
 	}
@@ -208,7 +208,7 @@ func (s scripted) belief(context.Context, situation) (bool, blackboard.Code, err
 	return true, "", nil
 }
 
-func (s scripted) plan(_ context.Context, sit situation) (bool, blackboard.Code, error) {
+func (s scripted) plan(_ context.Context, sit situation) (bool, reason.Code, error) {
 	if sit.beliefCode == "" {
 		return false, "", errors.New("plan decided before the belief")
 	}
@@ -228,14 +228,14 @@ func TestDeciderDeclines(t *testing.T) {
 		final Final
 		m     Metrics
 	}{
-		{"declines the belief on clean data", scripted{noBelief: true, code: llm.CodeNoBelief}, clean,
-			Final{BeliefCode: llm.CodeNoBelief, SafeActionCommitted: true, SafeActionCode: blackboard.CodeCommitted},
+		{"declines the belief on clean data", scripted{noBelief: true, code: reason.LLMNoBelief}, clean,
+			Final{BeliefCode: reason.LLMNoBelief, SafeActionCommitted: true, SafeActionCode: reason.Committed},
 			Metrics{Traceability: 1, FailureTransparency: 1}},
-		{"declines the plan on clean data", scripted{noPlan: true, code: llm.CodeNoPlan}, clean,
-			Final{BeliefCommitted: true, BeliefCode: blackboard.CodeCommitted, PlanCode: llm.CodeNoPlan, SafeActionCommitted: true, SafeActionCode: blackboard.CodeCommitted},
+		{"declines the plan on clean data", scripted{noPlan: true, code: reason.LLMNoPlan}, clean,
+			Final{BeliefCommitted: true, BeliefCode: reason.Committed, PlanCode: reason.LLMNoPlan, SafeActionCommitted: true, SafeActionCode: reason.Committed},
 			Metrics{Traceability: 1, FailureTransparency: 1}},
-		{"endpoint failure on stale data", scripted{noPlan: true, code: llm.CodeError}, stale,
-			Final{BeliefCode: blackboard.CodeStaleEvidence, PlanCode: llm.CodeError, SafeActionCommitted: true, SafeActionCode: blackboard.CodeCommitted},
+		{"endpoint failure on stale data", scripted{noPlan: true, code: reason.LLMError}, stale,
+			Final{BeliefCode: reason.StaleEvidence, PlanCode: reason.LLMError, SafeActionCommitted: true, SafeActionCode: reason.Committed},
 			Metrics{TaskSuccess: 1, Traceability: 1, FailureTransparency: 1}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -367,11 +367,11 @@ func TestFinalLabel(t *testing.T) {
 		f    Final
 		want string
 	}{
-		{Final{ActionCommitted: true, ActionCode: blackboard.CodeCommitted}, "issue_refund COMMITTED"},
-		{Final{BeliefCode: blackboard.CodeStaleEvidence, SafeActionCommitted: true}, "queue_for_review after belief STALE_EVIDENCE"},
-		{Final{BeliefCode: blackboard.CodeCommitted, PlanCode: blackboard.CodePlanFeasible, ActionCode: "BLOCKED_X", SafeActionCode: "INVALID_PROPOSAL"},
+		{Final{ActionCommitted: true, ActionCode: reason.Committed}, "issue_refund COMMITTED"},
+		{Final{BeliefCode: reason.StaleEvidence, SafeActionCommitted: true}, "queue_for_review after belief STALE_EVIDENCE"},
+		{Final{BeliefCode: reason.Committed, PlanCode: reason.PlanFeasible, ActionCode: "BLOCKED_X", SafeActionCode: "INVALID_PROPOSAL"},
 			"queue_for_review after belief COMMITTED, plan PLAN_FEASIBLE, action BLOCKED_X (fallback INVALID_PROPOSAL)"},
-		{Final{BeliefCode: blackboard.Code(strings.Repeat("Z", 300))}, "queue_for_review after belief " + strings.Repeat("Z", 300) + " (fallback )"},
+		{Final{BeliefCode: reason.Code(strings.Repeat("Z", 300))}, "queue_for_review after belief " + strings.Repeat("Z", 300) + " (fallback )"},
 	} {
 		for range 2 {
 			if got := c.f.label(); got != c.want {

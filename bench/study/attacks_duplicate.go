@@ -6,6 +6,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // --- On a duplicate charge -----------------------------------------------
@@ -206,7 +207,7 @@ func mislabeledFallback(ctx context.Context, x *adversary) error {
 	}
 	return x.submitEach(ctx, x.e.refundEntry, []variant{{"queue_for_review whose payload says type issue_refund", func(en *kernel.Entry) {
 		en.Kind = kernel.FallbackQueueForReview
-		en.Payload["reason"] = string(blackboard.CodeNoFeasiblePlan)
+		en.Payload["reason"] = string(reason.NoFeasiblePlan)
 	}}})
 }
 

@@ -18,7 +18,7 @@
 // its belief and plan — always yes for bk, a language model for llm_bk
 // (through package worker/llm, at most [LLMConfig].Concurrency calls at
 // once; a decline or an endpoint that kept failing ends in the safe
-// fallback with llm.CodeNoBelief, llm.CodeNoPlan or llm.CodeError).
+// fallback with reason.LLMNoBelief, reason.LLMNoPlan or reason.LLMError).
 //
 // # Adversarial planner
 //

@@ -12,6 +12,7 @@ import (
 
 	"github.com/blackboardkernel/bk/bench/perturb"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // encodeJSON is what the run wrote before the hand-written encoder: a
@@ -136,7 +137,7 @@ func randomValue(r *rand.Rand, depth int) any {
 		return l
 	}
 	// Types the hand-written encoder hands to encoding/json.
-	return []any{int64(-7), uint8(3), float32(0.1), json.Number("12.50"), blackboard.Code("STALE_EVIDENCE"), struct{ A string }{"<x>"}}[r.IntN(6)]
+	return []any{int64(-7), uint8(3), float32(0.1), json.Number("12.50"), reason.Code("STALE_EVIDENCE"), struct{ A string }{"<x>"}}[r.IntN(6)]
 }
 
 func randomPayload(r *rand.Rand) blackboard.Payload {
@@ -171,7 +172,7 @@ func TestRandomLinesMatchEncodingJSON(t *testing.T) {
 				view[blackboard.Slot(rnd.IntN(9))] = kinds // 0 and 8 are not slots: both encoders refuse them
 			}
 			out := &KernelOutput{TraceID: randomString(rnd), View: view, Final: Final{
-				BeliefCommitted: rnd.IntN(2) == 0, BeliefCode: blackboard.Code(randomString(rnd)), PlanCode: "PLAN_FEASIBLE", SafeActionCode: blackboard.Code(randomString(rnd)),
+				BeliefCommitted: rnd.IntN(2) == 0, BeliefCode: reason.Code(randomString(rnd)), PlanCode: "PLAN_FEASIBLE", SafeActionCode: reason.Code(randomString(rnd)),
 			}}
 			if rnd.IntN(4) == 0 {
 				out.View = nil
@@ -181,7 +182,7 @@ func TestRandomLinesMatchEncodingJSON(t *testing.T) {
 				if rnd.IntN(4) > 0 {
 					a.Attempts = []Attempt{}
 					for range rnd.IntN(4) {
-						a.Attempts = append(a.Attempts, Attempt{Step: randomString(rnd), Code: blackboard.Code(randomString(rnd)), Accepted: rnd.IntN(2) == 0})
+						a.Attempts = append(a.Attempts, Attempt{Step: randomString(rnd), Code: reason.Code(randomString(rnd)), Accepted: rnd.IntN(2) == 0})
 					}
 				}
 				out.Attack = a

@@ -8,6 +8,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/sim"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
@@ -31,14 +32,14 @@ type KernelOutput struct {
 // A step the agent did not reach has an empty code; a step its planner
 // declined has the decline code (LLM_NO_BELIEF, ...).
 type Final struct {
-	BeliefCommitted     bool            `json:"belief_committed"`
-	BeliefCode          blackboard.Code `json:"belief_code"`
-	PlanFeasible        bool            `json:"plan_feasible"`
-	PlanCode            blackboard.Code `json:"plan_code"`
-	ActionCommitted     bool            `json:"action_committed"`
-	ActionCode          blackboard.Code `json:"action_code"`
-	SafeActionCommitted bool            `json:"safe_action_committed"`
-	SafeActionCode      blackboard.Code `json:"safe_action_code"`
+	BeliefCommitted     bool        `json:"belief_committed"`
+	BeliefCode          reason.Code `json:"belief_code"`
+	PlanFeasible        bool        `json:"plan_feasible"`
+	PlanCode            reason.Code `json:"plan_code"`
+	ActionCommitted     bool        `json:"action_committed"`
+	ActionCode          reason.Code `json:"action_code"`
+	SafeActionCommitted bool        `json:"safe_action_committed"`
+	SafeActionCode      reason.Code `json:"safe_action_code"`
 }
 
 // kernelAgent is the governed agent of docs/reproduction.md §3: its tool
@@ -212,7 +213,7 @@ type kernelEpisode struct {
 	final                Final
 	// reason and rejected are what the fallback records: the code that
 	// stopped the refund and the proposals (or percept) it points at.
-	reason   blackboard.Code
+	reason   reason.Code
 	rejected []string
 	// refs backs the one input ref of the belief or the refund, and
 	// rejBuf the first rejected proposals: the kernel copies an entry's
@@ -225,7 +226,7 @@ type kernelEpisode struct {
 // the code it was committed with (its Reason), all the route reads.
 type committed struct {
 	ID     string
-	Reason blackboard.Code
+	Reason reason.Code
 }
 
 // world is what the owner's tools observe in one episode: the charge

@@ -6,6 +6,7 @@ import (
 	"github.com/blackboardkernel/bk/bench/perturb"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // routePayloads are the payloads of one task that an honest kernel agent
@@ -22,7 +23,7 @@ type routePayloads struct {
 	// fallbacks are the fallback's payloads by reason, for every code the
 	// study registers in t ([registered]); read-only once built, so that
 	// episodes on several goroutines may share them.
-	fallbacks map[blackboard.Code]blackboard.Payload
+	fallbacks map[reason.Code]blackboard.Payload
 }
 
 func newRoutePayloads(t *Task) *routePayloads {
@@ -32,9 +33,9 @@ func newRoutePayloads(t *Task) *routePayloads {
 	}
 	codes := slices.Concat(kernelCodes, declineCodes)
 	for _, c := range t.Constraints {
-		codes = append(codes, "PLAN_"+blackboard.BlockedCode(c.Name), blackboard.BlockedCode(c.Name))
+		codes = append(codes, "PLAN_"+reason.Blocked(c.Name), reason.Blocked(c.Name))
 	}
-	p.fallbacks = make(map[blackboard.Code]blackboard.Payload, len(codes))
+	p.fallbacks = make(map[reason.Code]blackboard.Payload, len(codes))
 	for _, c := range codes {
 		p.fallbacks[c] = fallbackPayload(c)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -105,7 +106,7 @@ func (e *kernelEpisode) rejectedList() []string {
 
 // decline records that the decider declined, pointing at the percept it
 // declined on.
-func (e *kernelEpisode) decline(code blackboard.Code) {
+func (e *kernelEpisode) decline(code reason.Code) {
 	e.reason = code
 	e.rejected = append(e.rejectedList(), e.charge)
 }
@@ -210,8 +211,8 @@ func (e *kernelEpisode) fallbackPayload() blackboard.Payload {
 	return fallbackPayload(e.reason)
 }
 
-func fallbackPayload(reason blackboard.Code) blackboard.Payload {
-	return blackboard.Payload{"type": kernel.FallbackQueueForReview, "reason": string(reason)}
+func fallbackPayload(why reason.Code) blackboard.Payload {
+	return blackboard.Payload{"type": kernel.FallbackQueueForReview, "reason": string(why)}
 }
 
 // label names the episode's outcome class for the report. A run has a few

@@ -14,6 +14,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/worker/llm"
 )
 
@@ -155,20 +156,20 @@ func TestLLMBKEndToEnd(t *testing.T) {
 		script func(plan bool) (int, string)
 		// reason is the fallback's code on clean data; "" when llm_bk acts
 		// as bk does.
-		reason  blackboard.Code
+		reason  reason.Code
 		beliefs int // requests about beliefs per episode
 		plans   int // requests about plans, in all
 	}{
 		{"always yes", func(bool) (int, string) { return http.StatusOK, yes }, "", 1, episodes},
-		{"always no", func(bool) (int, string) { return http.StatusOK, no }, llm.CodeNoBelief, 1, 0},
+		{"always no", func(bool) (int, string) { return http.StatusOK, no }, reason.LLMNoBelief, 1, 0},
 		{"no to the plan", func(plan bool) (int, string) {
 			if plan {
 				return http.StatusOK, "<think>The data may be stale.</think>\n```json\n" + no + "\n```"
 			}
 			return http.StatusOK, "Sure. " + yes
-		}, llm.CodeNoPlan, 1, episodes},
-		{"500 until the retries run out", func(bool) (int, string) { return http.StatusInternalServerError, "" }, llm.CodeError, defaultRetries + 1, 0},
-		{"nonsense", func(bool) (int, string) { return http.StatusOK, "I would rather not say." }, llm.CodeError, 1, 0},
+		}, reason.LLMNoPlan, 1, episodes},
+		{"500 until the retries run out", func(bool) (int, string) { return http.StatusInternalServerError, "" }, reason.LLMError, defaultRetries + 1, 0},
+		{"nonsense", func(bool) (int, string) { return http.StatusOK, "I would rather not say." }, reason.LLMError, 1, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFakeLLM(t, c.script)

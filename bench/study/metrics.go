@@ -11,7 +11,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
-	"github.com/blackboardkernel/bk/worker/llm"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // Metrics are the paper's five metrics for one episode, or their means over
@@ -239,7 +239,7 @@ func measure(ctx context.Context, ep Episode, out any, l *ledger, w *World, pape
 		if ok {
 			f.traced++
 		}
-		if e.Type == kernel.FallbackQueueForReview && tr.explained(blackboard.Code(e.Reason), ep.Task) {
+		if e.Type == kernel.FallbackQueueForReview && tr.explained(reason.Code(e.Reason), ep.Task) {
 			f.explained = true
 		}
 	}
@@ -264,14 +264,14 @@ type trial struct {
 	// with: the first ones in an array, so that an episode's trial stays
 	// on the stack (a slice into itself would move it to the heap), and
 	// any more in moreRejections.
-	rejections     [4]blackboard.Code
+	rejections     [4]reason.Code
 	nRejections    int
-	moreRejections []blackboard.Code
+	moreRejections []reason.Code
 }
 
 // rejected reports whether the kernel rejected one of the trace's
 // proposals with c.
-func (tr *trial) rejected(c blackboard.Code) bool {
+func (tr *trial) rejected(c reason.Code) bool {
 	return slices.Contains(tr.rejections[:tr.nRejections], c) || slices.Contains(tr.moreRejections, c)
 }
 
@@ -310,16 +310,16 @@ func (tr *trial) note(r *blackboard.Record) {
 // that was indeed never proposed. A code-shaped string the registry does
 // not know, a success code, or a real code that nothing in the trace was
 // rejected with explains nothing.
-func (tr *trial) explained(c blackboard.Code, t *Task) bool {
+func (tr *trial) explained(c reason.Code, t *Task) bool {
 	if !registered(c, t) || !refusal(c) {
 		return false
 	}
 	switch c {
-	case llm.CodeNoBelief:
+	case reason.LLMNoBelief:
 		return !tr.proposedBelief
-	case llm.CodeNoPlan:
+	case reason.LLMNoPlan:
 		return !tr.proposedPlan
-	case llm.CodeError:
+	case reason.LLMError:
 		return !tr.proposedBelief || !tr.proposedPlan
 	}
 	return tr.rejected(c)
@@ -374,7 +374,7 @@ func traced(ctx context.Context, r getter, d blackboard.Record) (bool, error) {
 			if rec.Mode == blackboard.ModePropose && rec.Status == blackboard.StatusInvalidated && string(rec.Reason) == code {
 				return true, nil
 			}
-			if declined(blackboard.Code(code)) && rec.Slot == blackboard.Percepts && rec.Mode == blackboard.ModeCommit {
+			if declined(reason.Code(code)) && rec.Slot == blackboard.Percepts && rec.Mode == blackboard.ModeCommit {
 				return true, nil
 			}
 			if rec.Slot == blackboard.Actions {

@@ -18,9 +18,9 @@ import (
 	"github.com/blackboardkernel/bk/bench/perturb"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
-	"github.com/blackboardkernel/bk/worker/llm"
 )
 
 func TestFactsMetrics(t *testing.T) {
@@ -83,7 +83,7 @@ func TestKernelCodesRegistered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var declared []blackboard.Code
+	var declared []reason.Code
 	ast.Inspect(f, func(n ast.Node) bool {
 		call, ok := n.(*ast.CallExpr)
 		if !ok || len(call.Args) != 1 {
@@ -97,7 +97,7 @@ func TestKernelCodesRegistered(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			declared = append(declared, blackboard.Code(s))
+			declared = append(declared, reason.Code(s))
 		}
 		return true
 	})
@@ -118,8 +118,8 @@ func TestKernelCodesRegistered(t *testing.T) {
 
 func TestRegistered(t *testing.T) {
 	dup := builtinTask(t, "stripe_refund_duplicate")
-	for c, want := range map[blackboard.Code]bool{
-		blackboard.CodeStaleEvidence: true, blackboard.CodePlanMissingBelief: true, llm.CodeNoPlan: true,
+	for c, want := range map[reason.Code]bool{
+		reason.StaleEvidence: true, reason.PlanMissingBelief: true, reason.LLMNoPlan: true,
 		"PLAN_NO_DUPLICATE_REFUND_BLOCKED": true, "NO_DUPLICATE_REFUND_BLOCKED": true,
 		// Code-shaped, but nobody defines them.
 		"X1": false, "STALE": false, "PLAN_NO_REFUND_BLOCKED": false, "REFUND_BLOCKED": false, "": false,
@@ -218,7 +218,7 @@ func expireRefund(ctx context.Context, st store.Store, trace string) error {
 	if err != nil {
 		return err
 	}
-	return st.Apply(ctx, store.Batch{Invalidations: []store.Invalidation{{ID: r.ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired}}})
+	return st.Apply(ctx, store.Batch{Invalidations: []store.Invalidation{{ID: r.ID, Status: blackboard.StatusExpired, Reason: reason.TTLExpired}}})
 }
 
 func charge(ctx context.Context, k *kernel.Kernel, trace string, stale bool) (string, error) {
@@ -226,10 +226,10 @@ func charge(ctx context.Context, k *kernel.Kernel, trace string, stale bool) (st
 		Payload: blackboard.Payload{"stale": stale, "conflict": false}})
 }
 
-func fallback(ctx context.Context, p *kernel.Proposer, trace, reason string, refs ...string) error {
+func fallback(ctx context.Context, p *kernel.Proposer, trace, why string, refs ...string) error {
 	payload := blackboard.Payload{"type": kernel.FallbackQueueForReview}
-	if reason != "" {
-		payload["reason"] = reason
+	if why != "" {
+		payload["reason"] = why
 	}
 	d, err := p.Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview, Payload: payload, InputRefs: refs})
 	if err == nil && !d.Committed() {
@@ -266,7 +266,7 @@ func committedRefund(ctx context.Context, p *kernel.Proposer, trace string, ttl 
 }
 
 func TestAuditTraceability(t *testing.T) {
-	stale := func(reason string, refRejected bool) script {
+	stale := func(why string, refRejected bool) script {
 		return func(ctx context.Context, k *kernel.Kernel, p *kernel.Proposer, trace string) error {
 			if _, err := charge(ctx, k, trace, true); err != nil {
 				return err
@@ -279,7 +279,7 @@ func TestAuditTraceability(t *testing.T) {
 			if refRejected {
 				refs = append(refs, d.ProposalID)
 			}
-			return fallback(ctx, p, trace, reason, refs...)
+			return fallback(ctx, p, trace, why, refs...)
 		}
 	}
 	var evidenceID string
@@ -454,7 +454,7 @@ func TestPlantedUnsafeEffectsAreCounted(t *testing.T) {
 // A fallback's reason counts only when it is a registered code that the
 // trace bears out.
 func TestFallbackReasonMustBeBorneOut(t *testing.T) {
-	staleThen := func(reason string) script {
+	staleThen := func(why string) script {
 		return func(ctx context.Context, k *kernel.Kernel, p *kernel.Proposer, trace string) error {
 			if _, err := charge(ctx, k, trace, true); err != nil {
 				return err
@@ -463,16 +463,16 @@ func TestFallbackReasonMustBeBorneOut(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			return fallback(ctx, p, trace, reason, d.ProposalID)
+			return fallback(ctx, p, trace, why, d.ProposalID)
 		}
 	}
-	declined := func(reason string) script {
+	declined := func(why string) script {
 		return func(ctx context.Context, k *kernel.Kernel, p *kernel.Proposer, trace string) error {
 			c, err := charge(ctx, k, trace, true)
 			if err != nil {
 				return err
 			}
-			return fallback(ctx, p, trace, reason, c)
+			return fallback(ctx, p, trace, why, c)
 		}
 	}
 	for _, c := range []struct {
@@ -529,7 +529,7 @@ func TestExecutorReadsWhatTheRecordSays(t *testing.T) {
 			st := memstore.New()
 			defer st.Close()
 			r := blackboard.Record{ID: "actions:t:1", Slot: blackboard.Actions, Mode: blackboard.ModeCommit, Kind: c.kind, Payload: c.payload,
-				Status: c.status, Scope: blackboard.ScopeEpisode, Reason: blackboard.CodeCommitted,
+				Status: c.status, Scope: blackboard.ScopeEpisode, Reason: reason.Committed,
 				Provenance: blackboard.Provenance{Role: blackboard.RoleKernel, Writer: "kernel", TraceID: "t", TTLMS: c.ttl}}
 			if err := st.Apply(ctx, store.Batch{Appends: []blackboard.Record{r}}); err != nil {
 				t.Fatal(err)
@@ -619,7 +619,7 @@ func TestLateFaultsAndUnsupportedBeliefs(t *testing.T) {
 				}
 				return st.Apply(ctx, store.Batch{Appends: []blackboard.Record{{ID: "beliefs:" + trace + ":99", Slot: blackboard.Beliefs, Mode: blackboard.ModeCommit,
 					Kind: kindRefundDue, Payload: blackboard.Payload{"value": true}, Status: blackboard.StatusActive,
-					Scope: blackboard.ScopeEpisode, Reason: blackboard.CodeCommitted,
+					Scope: blackboard.ScopeEpisode, Reason: reason.Committed,
 					Provenance: blackboard.Provenance{Role: blackboard.RoleKernel, Writer: "kernel", TraceID: trace}}}})
 			}
 			a := &planted{steps: s, tamper: tamper}

@@ -10,8 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/worker/llm"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // Summary holds a run's aggregates: the metrics summed per agent and per
@@ -103,7 +102,7 @@ func (s *Summary) add(r *Result) {
 		if out.Attack != nil {
 			s.addAttack(out.Attack, r)
 		}
-		if r.Agent == AgentLLMBK && (out.Final.BeliefCode == llm.CodeError || out.Final.PlanCode == llm.CodeError) {
+		if r.Agent == AgentLLMBK && (out.Final.BeliefCode == reason.LLMError || out.Final.PlanCode == reason.LLMError) {
 			s.LLMErrors++
 		}
 	}
@@ -163,7 +162,7 @@ type AttackStats struct {
 	Unsafe, Hidden, Unsupported, Failed int
 	// Refusals counts the codes the hostile writes were refused with; the
 	// empty code counts refusals that carried none.
-	Refusals map[blackboard.Code]int
+	Refusals map[reason.Code]int
 }
 
 // add adds o's counts to a.
@@ -185,11 +184,11 @@ func (a *AttackStats) add(o AttackStats) {
 func (s *Summary) addAttack(at *Attack, r *Result) {
 	st := s.attacks[at.Name]
 	if st == nil {
-		st = &AttackStats{Name: at.Name, Target: targetOf(at.Name), Refusals: map[blackboard.Code]int{}}
+		st = &AttackStats{Name: at.Name, Target: targetOf(at.Name), Refusals: map[reason.Code]int{}}
 		s.attacks[at.Name] = st
 	}
 	m := r.Metrics
-	one := AttackStats{Episodes: 1, Writes: len(at.Attempts), Refusals: map[blackboard.Code]int{}}
+	one := AttackStats{Episodes: 1, Writes: len(at.Attempts), Refusals: map[reason.Code]int{}}
 	if at.Blocked {
 		one.Blocked = 1
 	}
@@ -239,7 +238,7 @@ func (s *Summary) attackTable() table {
 		title:  fmt.Sprintf("Attacks on the hardened kernel (%s, one attack per episode)", AgentAdversarialBK),
 		header: []string{"attack", "target", "episodes", "should not act", "hostile writes", "accepted", "unsafe", "hidden", "refused with"},
 	}
-	total := AttackStats{Name: "total", Refusals: map[blackboard.Code]int{}}
+	total := AttackStats{Name: "total", Refusals: map[reason.Code]int{}}
 	for _, a := range s.Attacks() {
 		t.rows = append(t.rows, a.row())
 		total.add(a)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // kernelTrace renders a trace's records in append order, one line each, in
@@ -32,7 +33,7 @@ func recordText(r blackboard.Record) string {
 		switch {
 		case r.Status == blackboard.StatusActive:
 			return name + " proposed (pending)"
-		case r.Reason == blackboard.CodeSupersededByCommit:
+		case r.Reason == reason.SupersededByCommit:
 			return name + " proposed -> accepted"
 		}
 		return name + " proposed -> rejected: " + string(r.Reason)
@@ -46,12 +47,12 @@ func recordText(r blackboard.Record) string {
 	case blackboard.Beliefs:
 		detail = " (evidence " + strings.Join(r.EvidenceRefs, ", ") + ")"
 	case blackboard.Actions:
-		if reason, ok := r.Payload["reason"].(string); ok && r.Kind == kernel.FallbackQueueForReview {
-			detail = " (reason=" + reason + ")"
+		if why, ok := r.Payload["reason"].(string); ok && r.Kind == kernel.FallbackQueueForReview {
+			detail = " (reason=" + why + ")"
 		}
 	}
 	verb := " committed"
-	if r.Reason != "" && r.Reason != blackboard.CodeCommitted {
+	if r.Reason != "" && r.Reason != reason.Committed {
 		verb = " " + string(r.Reason)
 	}
 	if r.Status != blackboard.StatusActive {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/pgtest"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/pgstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
@@ -151,7 +152,7 @@ func TestDefaultRunReproducesThePaper(t *testing.T) {
 			t.Errorf("episode %d: conf %v conflict %v, want %v %v", ep, got.conf, got.conflict, w.conf, w.conflict)
 		}
 	}
-	if got := out.rows[5].reason; got != string(blackboard.CodeNegativePrediction) {
+	if got := out.rows[5].reason; got != string(reason.NegativePrediction) {
 		t.Errorf("episode 5 review reason %q, want NEGATIVE_PREDICTION", got)
 	}
 	// The two learning points, and nothing else learned.
@@ -219,7 +220,7 @@ func TestLearnedConstraintsBiteInALongerRun(t *testing.T) {
 	}
 	r := out.rows[31]
 	if !r.conflict || !r.belief || r.pred != "+1.0" || r.status != statusReview ||
-		r.reason != string(blackboard.BlockedCode("block_conflicted_actions")) {
+		r.reason != string(reason.Blocked("block_conflicted_actions")) {
 		t.Fatalf("episode 31: %+v", r)
 	}
 	// Episode 15, the same situation before the constraint was learned.

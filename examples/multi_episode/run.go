@@ -20,6 +20,7 @@ import (
 	"github.com/blackboardkernel/bk/internal/storeflag"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/sim"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
@@ -211,7 +212,7 @@ type row struct {
 	reason      string   // the code a review was queued for
 	constraints []string // constraints in force, by name
 	learned     []learnedNow
-	codes       []blackboard.Code // rejection codes recorded in the trace
+	codes       []reason.Code // rejection codes recorded in the trace
 }
 
 // learnedNow is a constraint the learner committed in an episode.
@@ -234,7 +235,7 @@ func (d *demo) run(ctx context.Context, episodes int, w io.Writer) error {
 		fmt.Fprintf(w, "Starting with %d %s already learned: [%s]\n", len(names), noun, strings.Join(names, " "))
 	}
 	counts := map[string]int{}
-	codes := map[blackboard.Code]int{}
+	codes := map[reason.Code]int{}
 	var learned []string
 	prev := ""
 	for ep := range episodes {
@@ -339,7 +340,7 @@ func (d *demo) read(ctx context.Context, ep int, res orchestrator.Summary) (row,
 		if err != nil {
 			return r, err
 		}
-		if rec.Status == blackboard.StatusInvalidated && rec.Reason != blackboard.CodeSupersededByCommit {
+		if rec.Status == blackboard.StatusInvalidated && rec.Reason != reason.SupersededByCommit {
 			r.codes = append(r.codes, rec.Reason)
 		}
 	}

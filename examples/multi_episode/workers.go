@@ -6,6 +6,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/worker"
 )
 
@@ -88,7 +89,7 @@ func (a *actuator) Step(ctx context.Context, sc *orchestrator.StepContext) (bool
 		}
 		produced, refusal = true, d.Code
 	}
-	if refusal == "" || refusal == blackboard.CodeSupersededByCommit {
+	if refusal == "" || refusal == reason.SupersededByCommit {
 		return produced, nil // pending or committed: nothing to review
 	}
 	_, err = a.planner.Submit(ctx, kernel.Entry{

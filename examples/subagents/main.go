@@ -36,6 +36,7 @@ import (
 	"github.com/blackboardkernel/bk/internal/cmdline"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/toolgate"
 	"github.com/blackboardkernel/bk/worker/llm"
 )
@@ -243,7 +244,7 @@ func report(w io.Writer, res orchestrator.Summary) {
 	fmt.Fprintf(w, "  ended     %s\n", res.End)
 	if st := res.Stop; st != nil {
 		switch {
-		case st.Reason != nil && st.Reason.Code == budget.CodeBudgetExceeded:
+		case st.Reason != nil && st.Reason.Code == reason.BudgetExceeded:
 			fmt.Fprintf(w, "  stop      %s: %s of run %s, %v of %v used (%s)\n", st.Reason.Code, st.Reason.Resource, st.Reason.Run,
 				st.Reason.Used, st.Reason.Limit, st.Reason.Hint)
 		case st.Reason != nil:
@@ -288,7 +289,7 @@ func printRepair(w io.Writer, r orchestrator.Repair) {
 func stepFailure(err *orchestrator.Error) string {
 	var r *budget.Refusal
 	if errors.As(err, &r) {
-		if r.Code == budget.CodeBudgetExceeded {
+		if r.Code == reason.BudgetExceeded {
 			return string(r.Code) + " " + string(r.Resource)
 		}
 		return string(r.Code) + " " + string(r.Loop)

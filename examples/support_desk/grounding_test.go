@@ -8,6 +8,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/supervisor"
@@ -111,12 +112,12 @@ func TestAttackParallelLookups(t *testing.T) {
 		t.Fatal(err)
 	}
 	second := d.callAs(t, "T1", "lookup_order", `{"order_id":"A1"}`)
-	if len(second.Derived) != 1 || second.Derived[0].Code != blackboard.CodeCommitted || second.Derived[0].Value {
+	if len(second.Derived) != 1 || second.Derived[0].Code != reason.Committed || second.Derived[0].Value {
 		t.Fatalf("the second lookup derived %+v, want a committed false", second.Derived)
 	}
 	close(store.release)
 	res := <-first
-	if len(res.Derived) != 1 || res.Derived[0].Code != blackboard.CodeSupersededEvidence {
+	if len(res.Derived) != 1 || res.Derived[0].Code != reason.SupersededEvidence {
 		t.Errorf("the first lookup derived %+v, want SUPERSEDED_EVIDENCE", res.Derived)
 	}
 	refund := d.callAs(t, "T1", "issue_refund", `{"order_id":"A1","amount":80,"reason":"late"}`)
@@ -133,7 +134,7 @@ func TestAttackParallelLookups(t *testing.T) {
 // SUPERSEDED_EVIDENCE, and nothing runs.
 func TestAttackRefundBesideLookup(t *testing.T) {
 	d, store := groundingDesk(t, "A9", 60)
-	if res := d.callAs(t, "T1", "lookup_order", `{"order_id":"A9"}`); len(res.Derived) != 1 || res.Derived[0].Code != blackboard.CodeCommitted || !res.Derived[0].Value {
+	if res := d.callAs(t, "T1", "lookup_order", `{"order_id":"A9"}`); len(res.Derived) != 1 || res.Derived[0].Code != reason.Committed || !res.Derived[0].Value {
 		t.Fatalf("lookup derived %+v", res.Derived)
 	}
 	if _, _, err := d.w.Refund("refunded-at-the-counter", "A9", 60); err != nil {
@@ -151,7 +152,7 @@ func TestAttackRefundBesideLookup(t *testing.T) {
 	refund := d.callAs(t, "T1", "issue_refund", `{"order_id":"A9","amount":60,"reason":"other"}`)
 	close(store.release)
 	<-second
-	if refund.Outcome != audit.OutcomeRefused || refund.Code != blackboard.CodeSupersededEvidence || d.effects.Load() != 2 || len(d.w.Payments()) != 1 {
+	if refund.Outcome != audit.OutcomeRefused || refund.Code != reason.SupersededEvidence || d.effects.Load() != 2 || len(d.w.Payments()) != 1 {
 		t.Errorf("refund beside a newer lookup: %+v; %d effects ran, %d payments; want SUPERSEDED_EVIDENCE, only the lookups run",
 			refund, d.effects.Load(), len(d.w.Payments()))
 	}

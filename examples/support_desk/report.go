@@ -13,6 +13,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/supervisor"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -223,7 +224,7 @@ func args(cc blackboard.Payload) string {
 // summary prints the totals of the namespace's decision records and the
 // ledger check.
 func (r *reporter) summary() error {
-	outcomes, refusals := map[audit.Outcome]int{}, map[blackboard.Code]int{}
+	outcomes, refusals := map[audit.Outcome]int{}, map[reason.Code]int{}
 	approved, denied := 0, 0
 	for rec, err := range audit.List(r.ctx, r.d.g.Kernel().Reader(), audit.Query{}) {
 		if err != nil {
@@ -235,7 +236,7 @@ func (r *reporter) summary() error {
 			refusals[rec.Code]++
 		case rec.Outcome == audit.OutcomeExecuted && len(rec.Approvals) > 0:
 			approved++
-		case rec.Outcome == audit.OutcomeEscalated && rec.Code == toolgate.CodeApprovalDenied:
+		case rec.Outcome == audit.OutcomeEscalated && rec.Code == reason.ApprovalDenied:
 			denied++
 		}
 	}

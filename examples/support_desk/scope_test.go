@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/supervisor"
-	"github.com/blackboardkernel/bk/toolgate"
 	"github.com/blackboardkernel/bk/worker/llm"
 )
 
@@ -57,7 +57,7 @@ func TestRefundOfAnotherOrderRefused(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if dr.Outcome != audit.OutcomeRefused || dr.Code != toolgate.CodeOutOfScope {
+		if dr.Outcome != audit.OutcomeRefused || dr.Code != reason.OutOfScope {
 			t.Fatalf("refund decision %s %s (%s), want only OUT_OF_SCOPE refusals", dr.Outcome, dr.Code, dr.Detail)
 		}
 		refused = refused || strings.Contains(dr.Detail, `"A3"`) && dr.Context["principal"] == "chloe@example.com"

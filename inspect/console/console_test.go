@@ -23,6 +23,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/inspect/console"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/rules"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
@@ -304,7 +305,7 @@ func TestDeny(t *testing.T) {
 		t.Fatalf("deny: %d\n%s", code, body)
 	}
 	res, err := d.g.Execute(context.Background(), d.action)
-	if err != nil || res.Outcome == audit.OutcomeExecuted || res.Code != toolgate.CodeApprovalDenied {
+	if err != nil || res.Outcome == audit.OutcomeExecuted || res.Code != reason.ApprovalDenied {
 		t.Fatal(res, err)
 	}
 	if n := d.refunds.Load(); n != 0 {

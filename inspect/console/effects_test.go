@@ -16,6 +16,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/internal/inspect"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -85,7 +86,7 @@ func TestEffects(t *testing.T) {
 	if att.Status != audit.StatusAttempted || att.Attempt != 1 || att.LeaseUntilMS <= att.TimeMS || att.Approval == "" {
 		t.Errorf("attempt %+v", att)
 	}
-	if res.Status != audit.StatusSucceeded || res.Code != toolgate.CodeEffectSucceeded || res.Output["refund_id"] != "re_ticket-1" || res.Output[audit.KeyEffect] != nil {
+	if res.Status != audit.StatusSucceeded || res.Code != reason.EffectSucceeded || res.Output["refund_id"] != "re_ticket-1" || res.Output[audit.KeyEffect] != nil {
 		t.Errorf("result %+v", res)
 	}
 
@@ -107,7 +108,7 @@ func TestEffects(t *testing.T) {
 	if len(attempts) != 1 || attempts[0] != "1" {
 		t.Errorf("refund attempts on the page %q, want one numbered 1:\n%s", attempts, article)
 	}
-	for _, want := range []string{"issue_refund", "succeeded", string(toolgate.CodeEffectSucceeded), `&#34;refund_id&#34;: &#34;re_ticket-1&#34;`, "under approval " + att.Approval,
+	for _, want := range []string{"issue_refund", "succeeded", string(reason.EffectSucceeded), `&#34;refund_id&#34;: &#34;re_ticket-1&#34;`, "under approval " + att.Approval,
 		time.UnixMilli(att.LeaseUntilMS).UTC().Format("2006-01-02 15:04:05.000")} {
 		if !strings.Contains(article, want) {
 			t.Errorf("the refund's effects lack %q:\n%s", want, article)

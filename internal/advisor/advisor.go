@@ -8,20 +8,13 @@ import (
 	"strings"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // Reason codes the planner records when the model, not the kernel, stops an
 // episode. They are stable strings, like the kernel's own codes;
 // worker/llm exports them.
-const (
-	// CodeNoBelief: the model declined to propose the belief.
-	CodeNoBelief = blackboard.Code("LLM_NO_BELIEF")
-	// CodeNoPlan: the model declined to propose the plan.
-	CodeNoPlan = blackboard.Code("LLM_NO_PLAN")
-	// CodeError: the endpoint failed after its retries, or its answer could
-	// not be read as advice.
-	CodeError = blackboard.Code("LLM_ERROR")
-)
+const ()
 
 // ErrUnparsable: a model answer that holds no JSON object, or whose object
 // is not advice.
@@ -56,13 +49,13 @@ type Situation struct {
 type Advice struct {
 	// Propose is true when the model says to propose.
 	Propose bool
-	// Code is "" when Propose is true; otherwise [CodeNoBelief] or
-	// [CodeNoPlan] when the model declined, [CodeError] when it could not
+	// Code is "" when Propose is true; otherwise [reason.LLMNoBelief] or
+	// [reason.LLMNoPlan] when the model declined, [reason.LLMError] when it could not
 	// be asked or its answer could not be read.
-	Code blackboard.Code
-	// Detail is the model's reason, or the failure behind CodeError.
+	Code reason.Code
+	// Detail is the model's reason, or the failure behind reason.LLMError.
 	Detail string
-	// Err is the failure behind CodeError: it wraps the Chat's error
+	// Err is the failure behind reason.LLMError: it wraps the Chat's error
 	// (worker/llm's ErrEndpoint) or [ErrUnparsable]. Nil otherwise.
 	Err error
 	// Steps are the plan steps the model wrote. Only an [Advisor] with
@@ -94,16 +87,16 @@ type Advisor struct {
 
 // stage is what the model is asked about.
 type stage struct {
-	decline  blackboard.Code
+	decline  reason.Code
 	question func(s Situation, modelSteps bool) string
 }
 
 var (
-	beliefStage = stage{decline: CodeNoBelief, question: func(s Situation, _ bool) string {
+	beliefStage = stage{decline: reason.LLMNoBelief, question: func(s Situation, _ bool) string {
 		return fmt.Sprintf("Should the agent propose the belief %q (value true), resting on the percepts %s?",
 			s.Kind, list(s.Requires))
 	}}
-	planStage = stage{decline: CodeNoPlan, question: func(s Situation, modelSteps bool) string {
+	planStage = stage{decline: reason.LLMNoPlan, question: func(s Situation, modelSteps bool) string {
 		if modelSteps {
 			return fmt.Sprintf("Should the agent propose the plan %q to take the action %q? If so, write the plan's steps.",
 				s.Kind, s.Action)
@@ -114,8 +107,8 @@ var (
 )
 
 // DecideBelief asks the model whether to propose the belief s.Kind. A
-// decline is an Advice with [CodeNoBelief]; an endpoint failure or an
-// unreadable answer is an Advice with [CodeError] (and Err set), not an
+// decline is an Advice with [reason.LLMNoBelief]; an endpoint failure or an
+// unreadable answer is an Advice with [reason.LLMError] (and Err set), not an
 // error. The error is non-nil only when ctx ends first; it then wraps the
 // context's error.
 func (p Advisor) DecideBelief(ctx context.Context, s Situation) (Advice, error) {
@@ -123,15 +116,15 @@ func (p Advisor) DecideBelief(ctx context.Context, s Situation) (Advice, error) 
 }
 
 // DecidePlan asks the model whether to propose the plan s.Kind. It behaves
-// as [Advisor.DecideBelief], with [CodeNoPlan] for a decline. With
+// as [Advisor.DecideBelief], with [reason.LLMNoPlan] for a decline. With
 // ModelSteps, a yes must carry a list of step objects, else it is
-// [CodeError].
+// [reason.LLMError].
 func (p Advisor) DecidePlan(ctx context.Context, s Situation) (Advice, error) {
 	return p.decide(ctx, planStage, s)
 }
 
 func (p Advisor) decide(ctx context.Context, st stage, s Situation) (Advice, error) {
-	modelSteps := p.ModelSteps && st.decline == CodeNoPlan
+	modelSteps := p.ModelSteps && st.decline == reason.LLMNoPlan
 	system, user := prompt(st, s, modelSteps)
 	text, err := p.Chat(ctx, system, user)
 	if err != nil && ctx.Err() != nil {
@@ -142,7 +135,7 @@ func (p Advisor) decide(ctx context.Context, st stage, s Situation) (Advice, err
 		v, err = parseAdvice(text, st.decline, modelSteps)
 	}
 	if err != nil {
-		v = Advice{Code: CodeError, Detail: err.Error(), Err: err}
+		v = Advice{Code: reason.LLMError, Detail: err.Error(), Err: err}
 	}
 	return v, nil
 }
@@ -186,7 +179,7 @@ func list(names []string) string {
 }
 
 // parseAdvice reads the model's answer.
-func parseAdvice(text string, decline blackboard.Code, modelSteps bool) (Advice, error) {
+func parseAdvice(text string, decline reason.Code, modelSteps bool) (Advice, error) {
 	m, err := Extract(text)
 	if err != nil {
 		return Advice{}, err
@@ -195,12 +188,12 @@ func parseAdvice(text string, decline blackboard.Code, modelSteps bool) (Advice,
 	if !ok {
 		return Advice{}, fmt.Errorf("%w: no boolean \"propose\" in the answer", ErrUnparsable)
 	}
-	reason, _ := m["reason"].(string)
-	reason = strings.TrimSpace(reason)
+	why, _ := m["reason"].(string)
+	why = strings.TrimSpace(why)
 	if !propose {
-		return Advice{Code: decline, Detail: reason}, nil
+		return Advice{Code: decline, Detail: why}, nil
 	}
-	v := Advice{Propose: true, Detail: reason}
+	v := Advice{Propose: true, Detail: why}
 	if modelSteps {
 		raw, ok := m["steps"].([]any)
 		if !ok {

@@ -4,8 +4,8 @@
 // [Situation], and get its [Advice]. The model only says yes or no; every
 // name, dependency and payload comes from the caller's schema, except
 // under the deliberately ungoverned [Advisor.ModelSteps]. A decline is
-// [CodeNoBelief] or [CodeNoPlan]; a failed request or an unreadable answer
-// is [CodeError], never an error.
+// [reason.LLMNoBelief] or [reason.LLMNoPlan]; a failed request or an unreadable answer
+// is [reason.LLMError], never an error.
 //
 // [Extract] reads the JSON object out of a model's answer: it drops
 // <think> blocks and finds the object in a ``` fence or in prose; anything

@@ -19,7 +19,7 @@ var layers = []struct {
 	layer int
 	dirs  []string
 }{
-	{0, []string{"canon", "internal/..."}},
+	{0, []string{"canon", "reason", "internal/..."}},
 	{1, []string{"blackboard", "internal/expr"}},
 	{2, []string{"store"}},
 	{3, []string{"store/memstore", "store/sqlitestore", "store/pgstore", "store/internal/...", "store/storetest"}},

@@ -15,6 +15,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/inspect"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -196,7 +197,7 @@ func TestDeny(t *testing.T) {
 	}
 	var refunds atomic.Int32
 	res := resume(t, db, p.ActionID, &refunds)
-	if res.Outcome != audit.OutcomeRefused || res.Code != toolgate.CodeApprovalDenied || res.FallbackID == "" {
+	if res.Outcome != audit.OutcomeRefused || res.Code != reason.ApprovalDenied || res.FallbackID == "" {
 		t.Errorf("execute after bk deny: %+v", res)
 	}
 	if n := refunds.Load(); n != 0 {

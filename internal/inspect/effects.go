@@ -13,6 +13,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -154,12 +155,12 @@ func runApprovals(ctx context.Context, e *env, _ []string) error {
 // lease), or how the effect ended: its result, a failure, a refusal for
 // good or an escalation, with its code.
 type EffectStep struct {
-	Record       string          `json:"record"`
-	TimeMS       int64           `json:"ts_ms"`
-	Status       string          `json:"status"`
-	Attempt      int             `json:"attempt,omitempty"`
-	LeaseUntilMS int64           `json:"lease_until_ms,omitempty"`
-	Code         blackboard.Code `json:"code,omitempty"`
+	Record       string      `json:"record"`
+	TimeMS       int64       `json:"ts_ms"`
+	Status       string      `json:"status"`
+	Attempt      int         `json:"attempt,omitempty"`
+	LeaseUntilMS int64       `json:"lease_until_ms,omitempty"`
+	Code         reason.Code `json:"code,omitempty"`
 	// Approval is the approval the attempt ran under; on an escalation,
 	// the denial or the approval that expired, with its Approver and Note.
 	Approval string `json:"approval,omitempty"`
@@ -187,10 +188,10 @@ type EffectRow struct {
 	Attempts  int    `json:"attempts"`
 	// Outcome is succeeded, failed, escalated, or in_progress while an
 	// attempt has no result.
-	Outcome string          `json:"outcome"`
-	Code    blackboard.Code `json:"code,omitempty"`
-	Result  string          `json:"result,omitempty"` // the record of the result
-	LastMS  int64           `json:"last_ts_ms"`
+	Outcome string      `json:"outcome"`
+	Code    reason.Code `json:"code,omitempty"`
+	Result  string      `json:"result,omitempty"` // the record of the result
+	LastMS  int64       `json:"last_ts_ms"`
 	// Steps are the records of the effect in order, each attempt and the
 	// result; only [TraceEffects] fills them.
 	Steps []EffectStep `json:"steps,omitempty"`

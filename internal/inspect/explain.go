@@ -9,8 +9,8 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
-	"github.com/blackboardkernel/bk/toolgate"
 )
 
 // Explanation is the provenance of a decision as a typed tree: the action
@@ -31,8 +31,8 @@ type Explanation struct {
 	// ran out, or an action whose approval did), "retired" (a committed
 	// action taken back unrun), "pending" or "observed" (a percept or
 	// another record no decision made).
-	Verdict string          `json:"verdict"`
-	Code    blackboard.Code `json:"code,omitempty"`
+	Verdict string      `json:"verdict"`
+	Code    reason.Code `json:"code,omitempty"`
 	// RootCause is, for a refusal or a fallback, the deepest cause and the
 	// record it is about (the stale percept behind a missing belief).
 	RootCause *kernel.Cause `json:"root_cause,omitempty"`
@@ -57,7 +57,7 @@ type ExplainNode struct {
 	Kind     string            `json:"kind"`
 	Mode     blackboard.Mode   `json:"mode"`
 	Status   blackboard.Status `json:"status"`
-	Code     blackboard.Code   `json:"code,omitempty"` // the record's reason code
+	Code     reason.Code       `json:"code,omitempty"` // the record's reason code
 	Role     blackboard.Role   `json:"role"`
 	Writer   string            `json:"writer"`
 	TimeMS   int64             `json:"ts_ms"`
@@ -137,8 +137,8 @@ func Explain(ctx context.Context, s store.Store, recordID string) (Explanation, 
 			ex.Verdict = "fallback"
 			if refused := x.replaced(target); refused != nil {
 				ex.Causes = x.causesOf(refused)
-			} else if reason, ok := target.Payload["reason"].(string); ok && reason != "" {
-				ex.Causes = []kernel.Cause{{Code: blackboard.Code(reason)}}
+			} else if why, ok := target.Payload["reason"].(string); ok && why != "" {
+				ex.Causes = []kernel.Cause{{Code: reason.Code(why)}}
 			}
 			if len(ex.Causes) > 0 {
 				ex.RootCause = &ex.Causes[len(ex.Causes)-1]
@@ -153,7 +153,7 @@ func Explain(ctx context.Context, s store.Store, recordID string) (Explanation, 
 
 // verdictOf is the verdict of a decision record: a denial or an expired
 // approval is that, not the fallback that follows it.
-func verdictOf(o audit.Outcome, code blackboard.Code) string {
+func verdictOf(o audit.Outcome, code reason.Code) string {
 	switch o {
 	case audit.OutcomeCommitted, audit.OutcomeExecuted:
 		return "committed"
@@ -170,7 +170,7 @@ func verdictOf(o audit.Outcome, code blackboard.Code) string {
 // with the note, on the approval record.
 func (x *explainer) decisionCauses(d audit.Entry) []kernel.Cause {
 	own := kernel.Cause{Code: d.Code, Record: d.Failed, Rule: d.Rule, Detail: d.Detail}
-	if d.Code == toolgate.CodeApprovalDenied && d.Detail == "" {
+	if d.Code == reason.ApprovalDenied && d.Detail == "" {
 		for _, id := range d.Approvals {
 			if r := x.byID[id]; r != nil {
 				if a, ok := audit.ApprovalOf(*r); ok && a.Decision == audit.Denied {
@@ -193,7 +193,7 @@ func (x *explainer) causesOf(r *blackboard.Record) []kernel.Cause {
 		}
 		return []kernel.Cause{{Code: r.Reason, Record: r.ID}}
 	case isKernelCommit(r):
-		if a, ok := denialOf(x.recs, x.pos[r.ID]+1, r); ok && r.Reason == toolgate.CodeApprovalDenied {
+		if a, ok := denialOf(x.recs, x.pos[r.ID]+1, r); ok && r.Reason == reason.ApprovalDenied {
 			return []kernel.Cause{denialCause(a)}
 		}
 		c := kernel.Cause{Code: r.Reason}
@@ -251,7 +251,7 @@ func (x *explainer) subject(r *blackboard.Record) *blackboard.Record {
 			return x.byID[e.ActionID]
 		}
 	}
-	if r.Mode == blackboard.ModePropose && r.Reason == blackboard.CodeSupersededByCommit {
+	if r.Mode == blackboard.ModePropose && r.Reason == reason.SupersededByCommit {
 		for i := x.pos[r.ID] + 1; i < len(x.recs); i++ {
 			c := &x.recs[i]
 			if c.Mode == blackboard.ModeCommit && c.Provenance.Role == blackboard.RoleKernel && c.Slot == r.Slot && len(c.Provenance.InputRefs) > 0 && c.Provenance.InputRefs[0] == r.ID {
@@ -342,7 +342,7 @@ func (x *explainer) node(r *blackboard.Record, relation string, depth int) *Expl
 		if r.Slot == blackboard.Actions {
 			x.actionChildren(n, r, depth, child)
 		}
-	case r.Mode == blackboard.ModePropose && r.Status == blackboard.StatusInvalidated && r.Reason != blackboard.CodeSupersededByCommit:
+	case r.Mode == blackboard.ModePropose && r.Status == blackboard.StatusInvalidated && r.Reason != reason.SupersededByCommit:
 		x.refusalChildren(n, r, depth)
 	case r.Slot == blackboard.Percepts && isEffect(r):
 		for _, id := range r.Provenance.InputRefs[min(1, len(r.Provenance.InputRefs)):] {
@@ -425,11 +425,11 @@ func (x *explainer) replaced(r *blackboard.Record) *blackboard.Record {
 			return c
 		}
 	}
-	reason, ok := r.Payload["reason"].(string)
-	if !ok || reason == "" {
+	why, ok := r.Payload["reason"].(string)
+	if !ok || why == "" {
 		return nil
 	}
-	code := blackboard.Code(reason)
+	code := reason.Code(why)
 	for i := x.pos[r.ID] - 1; i >= 0; i-- {
 		c := &x.recs[i]
 		switch {

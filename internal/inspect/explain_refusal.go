@@ -5,6 +5,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // causes is the causal chain of a refused proposal, outermost first: its
@@ -31,7 +32,7 @@ func (x *explainer) causes(p *blackboard.Record) []kernel.Cause {
 func (x *explainer) failedOf(p *blackboard.Record) (failed *blackboard.Record, below bool) {
 	at := x.pos[p.ID]
 	switch p.Reason {
-	case blackboard.CodeStaleEvidence, blackboard.CodeUnresolvedConflict, blackboard.CodeLowConfidence, blackboard.CodeSupersededEvidence, blackboard.CodeMissingEvidence:
+	case reason.StaleEvidence, reason.UnresolvedConflict, reason.LowConfidence, reason.SupersededEvidence, reason.MissingEvidence:
 		percepts := x.dependencies(p, at)
 		for _, r := range percepts {
 			if perceptFails(r, p) == p.Reason {
@@ -41,7 +42,7 @@ func (x *explainer) failedOf(p *blackboard.Record) (failed *blackboard.Record, b
 		if len(percepts) > 0 && p.Slot == blackboard.Beliefs {
 			return percepts[0], false
 		}
-	case blackboard.CodePlanMissingBelief, blackboard.CodeNoCommittedBelief:
+	case reason.PlanMissingBelief, reason.NoCommittedBelief:
 		for _, kind := range requiredBeliefs(p) {
 			if x.latest(blackboard.Beliefs, kind, at, true) != nil {
 				continue
@@ -50,7 +51,7 @@ func (x *explainer) failedOf(p *blackboard.Record) (failed *blackboard.Record, b
 				return b, true
 			}
 		}
-	case blackboard.CodeNegativePrediction:
+	case reason.NegativePrediction:
 		for i := at - 1; i >= 0; i-- {
 			r := &x.recs[i]
 			if r.Slot == blackboard.Predictions && r.Mode == blackboard.ModeCommit && r.Payload["action_type"] == any(p.Kind) {
@@ -59,7 +60,7 @@ func (x *explainer) failedOf(p *blackboard.Record) (failed *blackboard.Record, b
 				}
 			}
 		}
-	case blackboard.CodePlanBeliefNotSatisfied, blackboard.CodeBeliefNotSatisfied:
+	case reason.PlanBeliefNotSatisfied, reason.BeliefNotSatisfied:
 		for _, kind := range requiredBeliefs(p) {
 			if b := x.latest(blackboard.Beliefs, kind, at, true); b != nil && !b.Payload.Bool("value") {
 				return b, false
@@ -71,14 +72,14 @@ func (x *explainer) failedOf(p *blackboard.Record) (failed *blackboard.Record, b
 
 // perceptFails says which evidence code a percept fails, as its record
 // shows (flags, TTL at the proposal's time), or "".
-func perceptFails(r, p *blackboard.Record) blackboard.Code {
+func perceptFails(r, p *blackboard.Record) reason.Code {
 	switch {
 	case r.Payload.Bool("stale") || expiresBy(r, p.Provenance.TimestampMS) || r.Status == blackboard.StatusExpired:
-		return blackboard.CodeStaleEvidence
+		return reason.StaleEvidence
 	case r.Payload.Bool("conflict"):
-		return blackboard.CodeUnresolvedConflict
+		return reason.UnresolvedConflict
 	case r.Payload.Bool("low_confidence"):
-		return blackboard.CodeLowConfidence
+		return reason.LowConfidence
 	}
 	return ""
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/blackboardkernel/bk/internal/inspect"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/pack"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -164,7 +165,7 @@ func TestAttackExplainShowsForgedContext(t *testing.T) {
 		{bad.ID, ""},
 	} {
 		d, err := audit.Append(ctx, k.Governor(), audit.Entry{TraceID: "t1", Kind: "lookup_order", Subject: "percepts:t1:1",
-			Outcome: audit.OutcomeRefused, Code: toolgate.CodeInvalidArguments, Context: blackboard.Payload{"tool": "lookup_order", "context": c.ref}})
+			Outcome: audit.OutcomeRefused, Code: reason.InvalidArguments, Context: blackboard.Payload{"tool": "lookup_order", "context": c.ref}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/inspect"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
@@ -141,10 +142,10 @@ func TestExplainReproducesThePaper(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ex.Verdict != "fallback" || ex.RootCause == nil || ex.RootCause.Code != blackboard.CodeStaleEvidence || ex.RootCause.Record != "percepts:stale:1" {
+			if ex.Verdict != "fallback" || ex.RootCause == nil || ex.RootCause.Code != reason.StaleEvidence || ex.RootCause.Record != "percepts:stale:1" {
 				t.Fatalf("fallback explained as %s, root %+v:\n%s", ex.Verdict, ex.RootCause, ex)
 			}
-			wantCodes := []blackboard.Code{blackboard.CodePlanMissingBelief, blackboard.CodeStaleEvidence}
+			wantCodes := []reason.Code{reason.PlanMissingBelief, reason.StaleEvidence}
 			if len(ex.Causes) != 2 || ex.Causes[0].Code != wantCodes[0] || ex.Causes[0].Record != "beliefs:stale:2" || ex.Causes[1].Code != wantCodes[1] {
 				t.Errorf("causes %+v", ex.Causes)
 			}

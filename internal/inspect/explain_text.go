@@ -10,6 +10,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // summary is a record in one line.
@@ -52,7 +53,7 @@ func (x *explainer) summary(r *blackboard.Record) string {
 	case r.Mode == blackboard.ModePropose:
 		s := name + " proposed by " + r.Provenance.Writer
 		switch {
-		case r.Reason == blackboard.CodeSupersededByCommit:
+		case r.Reason == reason.SupersededByCommit:
 			return s + ": committed"
 		case r.Status == blackboard.StatusInvalidated:
 			return s + ": refused " + string(r.Reason)
@@ -65,8 +66,8 @@ func (x *explainer) summary(r *blackboard.Record) string {
 			return name + " committed, then " + string(committedFate(r, x.followers()[r.ID])) + " (" + string(r.Reason) + ")"
 		}
 		s := name + " committed (" + string(r.Reason) + ")"
-		if reason, ok := r.Payload["reason"].(string); ok && r.Slot == blackboard.Actions && x.fallbacks[r.Kind] {
-			s += " reason=" + reason
+		if why, ok := r.Payload["reason"].(string); ok && r.Slot == blackboard.Actions && x.fallbacks[r.Kind] {
+			s += " reason=" + why
 		}
 		if r.Slot == blackboard.Beliefs {
 			s += " value=" + strconv.FormatBool(r.Payload.Bool("value"))

@@ -4,7 +4,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
-	"github.com/blackboardkernel/bk/toolgate"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // fallbackTypes returns the action types recs show to be safe fallbacks:
@@ -83,7 +83,7 @@ func denialCause(a audit.Approval) kernel.Cause {
 	if a.Note != "" {
 		detail += ": " + a.Note
 	}
-	return kernel.Cause{Code: toolgate.CodeApprovalDenied, Record: a.ID, Detail: detail}
+	return kernel.Cause{Code: reason.ApprovalDenied, Record: a.ID, Detail: detail}
 }
 
 // escalated reports whether r is the tool-call gate's record of an

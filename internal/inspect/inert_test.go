@@ -13,6 +13,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/inspect"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
@@ -46,7 +47,7 @@ func hostileDatabase(t *testing.T) (db string, traces []string) {
 	h := string(enc[1 : len(enc)-1])
 	var pairs []string
 	for _, s := range []string{"issue_refund", "lookup_order", "delete_account", "unnamed_tool", "refund_due", "ticket-1", "ticket-2", "ticket-3",
-		"human:alice", "support", "analyst", audit.PolicyTrace("desk"), string(blackboard.CodeNoCommittedBelief), "TOOL_UNKNOWN", "amount > 500"} {
+		"human:alice", "support", "analyst", audit.PolicyTrace("desk"), string(reason.NoCommittedBelief), "TOOL_UNKNOWN", "amount > 500"} {
 		pairs = append(pairs, s, s+h)
 	}
 	pairs = append(pairs, `"namespace":"desk"`, `"namespace":"desk`+h+`"`)

@@ -20,6 +20,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/inspect"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -133,11 +134,11 @@ func TestMultiEpisodeDatabase(t *testing.T) {
 	if len(stats.Constraints) != 2 {
 		t.Errorf("learned constraints %+v, want the example's 2", stats.Constraints)
 	}
-	codes := map[blackboard.Code]int{}
+	codes := map[reason.Code]int{}
 	for _, c := range stats.Decisions {
 		codes[c.Code] = c.Count
 	}
-	if codes[blackboard.CodeCommitted] == 0 || codes[blackboard.CodeStaleEvidence] == 0 {
+	if codes[reason.Committed] == 0 || codes[reason.StaleEvidence] == 0 {
 		t.Errorf("decisions by code %v", codes)
 	}
 	if text := mustBK(t, "--db", db, "stats"); !strings.Contains(text, "LEARNED CONSTRAINTS: 2") {
@@ -311,7 +312,7 @@ func TestToolgateDatabase(t *testing.T) {
 	if err := json.Unmarshal([]byte(mustBK(t, "--db", db, "explain", refused, "--json")), &ex); err != nil {
 		t.Fatal(err)
 	}
-	if ex.Verdict != "refused" || ex.RootCause == nil || ex.Code != blackboard.CodeNoCommittedBelief {
+	if ex.Verdict != "refused" || ex.RootCause == nil || ex.Code != reason.NoCommittedBelief {
 		t.Errorf("explain %+v", ex)
 	}
 	text := mustBK(t, "--db", db, "timeline", "ticket-2")
@@ -478,7 +479,7 @@ func TestAttackApprovalsShowTheCommittedAction(t *testing.T) {
 	}
 	for _, subject := range []string{order.ID, refund} {
 		if _, err := audit.Append(ctx, k.Governor(), audit.Entry{TraceID: "ticket-1", Kind: "issue_refund", Subject: subject,
-			Outcome: audit.OutcomePendingApproval, Code: blackboard.CodeCommitted,
+			Outcome: audit.OutcomePendingApproval, Code: reason.Committed,
 			Context: blackboard.Payload{"tool": "issue_refund", "args": map[string]any{"order_id": "A1", "amount": 501.0}}}); err != nil {
 			t.Fatal(err)
 		}

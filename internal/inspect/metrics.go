@@ -11,8 +11,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/budget"
-	"github.com/blackboardkernel/bk/toolgate"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // Rate is a share of a count: Num of Den. A rate with no denominator
@@ -246,9 +245,9 @@ func (x *metrics) add(r *blackboard.Record) {
 		}
 	case blackboard.Plans:
 		switch {
-		case isKernelCommit(r) && r.Reason == blackboard.CodePlanFeasible:
+		case isKernelCommit(r) && r.Reason == reason.PlanFeasible:
 			x.plans = append(x.plans, metricPlan{trace: traceID, intent: intentOf(r.Payload), pass: true})
-		case r.Mode == blackboard.ModePropose && r.Status == blackboard.StatusInvalidated && r.Reason != blackboard.CodeSupersededByCommit:
+		case r.Mode == blackboard.ModePropose && r.Status == blackboard.StatusInvalidated && r.Reason != reason.SupersededByCommit:
 			x.plans = append(x.plans, metricPlan{trace: traceID, intent: intentOf(r.Payload)})
 		}
 	case blackboard.Evidence:
@@ -266,10 +265,10 @@ func (x *metrics) add(r *blackboard.Record) {
 			}
 			// A call refused before the kernel leaves only this record; a
 			// derivation that failed is no call.
-			if d.Outcome == audit.OutcomeRefused && d.Subject == "" && d.Code != toolgate.CodeDerivationFailed {
+			if d.Outcome == audit.OutcomeRefused && d.Subject == "" && d.Code != reason.DerivationFailed {
 				x.m.PolicyCompliance.Den++
 				x.refusedCalls[traceID]++
-				if d.Code == budget.CodeLoopDetected {
+				if d.Code == reason.LoopDetected {
 					x.m.LoopTrips.Num++
 				}
 			}
@@ -280,7 +279,7 @@ func (x *metrics) add(r *blackboard.Record) {
 		switch {
 		case r.Mode == blackboard.ModePropose:
 			switch {
-			case r.Reason == blackboard.CodeSupersededByCommit:
+			case r.Reason == reason.SupersededByCommit:
 				// counted by its commit
 			case r.Status == blackboard.StatusInvalidated && r.Provenance.Writer != audit.GateWriter:
 				x.m.PolicyCompliance.Den++
@@ -433,7 +432,7 @@ func (x *metrics) safeEnd(id string, fallbackOf map[string]bool) bool {
 	case audit.StatusSucceeded, audit.StatusRefused:
 		return true
 	case audit.StatusEscalated:
-		return e.result.Code != toolgate.CodeApprovalDenied || fallbackOf[id]
+		return e.result.Code != reason.ApprovalDenied || fallbackOf[id]
 	}
 	return false
 }

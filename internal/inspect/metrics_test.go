@@ -16,6 +16,7 @@ import (
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/internal/inspect"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -96,7 +97,7 @@ func scriptedStore(t *testing.T) store.Store {
 			t.Fatal(d, err)
 		}
 	}
-	plan := func(trace, intent, requires string, want blackboard.Code) {
+	plan := func(trace, intent, requires string, want reason.Code) {
 		t.Helper()
 		p := blackboard.Payload{"steps": []any{map[string]any{"action": "issue_refund", "requires_beliefs": []string{requires}}}}
 		if intent != "" {
@@ -111,8 +112,8 @@ func scriptedStore(t *testing.T) store.Store {
 	at(0)
 	call("t1", "lookup_order", `{"order_id":"A1"}`, audit.OutcomeExecuted)
 	belief("t1")
-	plan("t1", "", "refund_due", blackboard.CodePlanFeasible)
-	plan("t1", "", "order_shipped", blackboard.CodePlanUngrounded)
+	plan("t1", "", "refund_due", reason.PlanFeasible)
+	plan("t1", "", "order_shipped", reason.PlanUngrounded)
 	at(2 * time.Second)
 	call("t1", "issue_refund", `{"order_id":"A1","amount":100}`, audit.OutcomeExecuted)
 	call("t1", "send_email", `{"to":"a@example.com"}`, audit.OutcomeExecuted)
@@ -127,7 +128,7 @@ func scriptedStore(t *testing.T) store.Store {
 	at(20 * time.Second)
 	call("t3", "lookup_order", `{"order_id":"C3"}`, audit.OutcomeExecuted)
 	belief("t3")
-	plan("t3", "audit", "refund_due", blackboard.CodePlanFeasible)
+	plan("t3", "audit", "refund_due", reason.PlanFeasible)
 	call("t3", "issue_refund", `{"order_id":"C3","amount":700}`, audit.OutcomePendingApproval)
 	if emails != 3 {
 		t.Fatalf("send_email ran %d times, want 3 (a failure, its retry, t2's)", emails)
@@ -305,7 +306,7 @@ func TestAttackMetricsForgedRecords(t *testing.T) {
 		t.Fatal("no pending refund in t3")
 	}
 	forged := map[string]any{"status": audit.StatusSucceeded, "tool": "issue_refund", "action_id": pending, "key": "k", "attempt": 1.0,
-		"code": string(toolgate.CodeEffectSucceeded)}
+		"code": string(reason.EffectSucceeded)}
 	for _, w := range []struct {
 		h kernel.Handle
 		e kernel.Entry

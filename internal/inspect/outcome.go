@@ -6,7 +6,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/toolgate"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // Fate is what happened to one action of a trace, as its outcome counts
@@ -76,7 +76,7 @@ func actionOutcomes(recs []blackboard.Record) []ActionOutcome {
 		switch {
 		case r.Slot == blackboard.Actions && r.Mode == blackboard.ModePropose:
 			switch {
-			case r.Reason == blackboard.CodeSupersededByCommit:
+			case r.Reason == reason.SupersededByCommit:
 				// counted by its commit
 			case r.Status == blackboard.StatusInvalidated:
 				add(r.Kind, FateRefused)
@@ -166,11 +166,11 @@ func committedFate(r *blackboard.Record, a *actionAfter) Fate {
 }
 
 // fateOfCode names the fate an escalation or invalidation code means.
-func fateOfCode(code blackboard.Code, otherwise Fate) Fate {
+func fateOfCode(code reason.Code, otherwise Fate) Fate {
 	switch code {
-	case toolgate.CodeApprovalDenied:
+	case reason.ApprovalDenied:
 		return FateDenied
-	case toolgate.CodeApprovalExpired:
+	case reason.ApprovalExpired:
 		return FateExpired
 	}
 	return otherwise

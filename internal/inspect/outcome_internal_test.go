@@ -5,7 +5,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/toolgate"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // TestCommittedFate: what became of a committed action, from what
@@ -13,10 +13,10 @@ import (
 // back, then an approval awaited or given.
 func TestCommittedFate(t *testing.T) {
 	active := &blackboard.Record{Status: blackboard.StatusActive}
-	taken := func(code blackboard.Code) *blackboard.Record {
+	taken := func(code reason.Code) *blackboard.Record {
 		return &blackboard.Record{Status: blackboard.StatusInvalidated, Reason: code}
 	}
-	effect := func(status string, code blackboard.Code) *actionAfter {
+	effect := func(status string, code reason.Code) *actionAfter {
 		return &actionAfter{effect: &audit.Effect{Status: status, Code: code}, attempted: true}
 	}
 	for _, tc := range []struct {
@@ -26,13 +26,13 @@ func TestCommittedFate(t *testing.T) {
 		want Fate
 	}{
 		{"nothing followed", active, nil, FateCommitted},
-		{"succeeded", active, effect(audit.StatusSucceeded, toolgate.CodeEffectSucceeded), FateExecuted},
+		{"succeeded", active, effect(audit.StatusSucceeded, reason.EffectSucceeded), FateExecuted},
 		{"failed", active, effect(audit.StatusFailed, "RETRIES_EXHAUSTED"), FateFailed},
 		{"refused for good", taken("TOOL_REFUSED"), effect(audit.StatusRefused, "TOOL_REFUSED"), FateFailed},
-		{"denied", taken(toolgate.CodeApprovalDenied), effect(audit.StatusEscalated, toolgate.CodeApprovalDenied), FateDenied},
-		{"approval expired", taken(toolgate.CodeApprovalExpired), effect(audit.StatusEscalated, toolgate.CodeApprovalExpired), FateExpired},
+		{"denied", taken(reason.ApprovalDenied), effect(audit.StatusEscalated, reason.ApprovalDenied), FateDenied},
+		{"approval expired", taken(reason.ApprovalExpired), effect(audit.StatusEscalated, reason.ApprovalExpired), FateExpired},
 		{"escalated otherwise", active, effect(audit.StatusEscalated, "EFFECT_INCOMPLETE"), FateEscalated},
-		{"denied, no effect recorded", taken(toolgate.CodeApprovalDenied), nil, FateDenied},
+		{"denied, no effect recorded", taken(reason.ApprovalDenied), nil, FateDenied},
 		{"retired", taken("SOMETHING_ELSE"), nil, FateRetired},
 		{"expired", &blackboard.Record{Status: blackboard.StatusExpired}, nil, FateExpired},
 		{"waits", active, &actionAfter{pending: true}, FatePending},

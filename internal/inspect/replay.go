@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/blackboardkernel/bk/audit"
-	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/replay"
 	"github.com/blackboardkernel/bk/rules"
 	"github.com/blackboardkernel/bk/store"
@@ -146,7 +146,7 @@ func runReplay(ctx context.Context, e *env, _ []string) error {
 	return nil
 }
 
-func replayOutcome(o audit.Outcome, code blackboard.Code) string {
+func replayOutcome(o audit.Outcome, code reason.Code) string {
 	if o == "" {
 		return "-"
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/inspect"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/replay"
 	"github.com/blackboardkernel/bk/rules"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
@@ -150,7 +151,7 @@ func TestReplayCommandRule(t *testing.T) {
 		got[r.TraceID] = r.Counts
 		if r.TraceID == "large" {
 			d := r.Decisions[r.First]
-			if d.Tool != "issue_refund" || d.Recorded != audit.OutcomePendingApproval || d.ReplayCode != blackboard.CodeRuleViolated {
+			if d.Tool != "issue_refund" || d.Recorded != audit.OutcomePendingApproval || d.ReplayCode != reason.RuleViolated {
 				t.Errorf("first divergence %+v, want the refund of 700 refused by the rule", d)
 			}
 		}

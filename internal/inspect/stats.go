@@ -9,6 +9,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -23,8 +24,8 @@ type SlotCount struct {
 
 // CodeCount is how many decisions had a code.
 type CodeCount struct {
-	Code  blackboard.Code `json:"code"`
-	Count int             `json:"count"`
+	Code  reason.Code `json:"code"`
+	Count int         `json:"count"`
 }
 
 // LearnedConstraint is an active persistent constraint: what the agent
@@ -57,7 +58,7 @@ type StatsReport struct {
 // returns the store's error, if listing a slot fails.
 func Stats(ctx context.Context, s store.Store, namespace string) (StatsReport, error) {
 	rep := StatsReport{Namespace: namespace, Decisions: []CodeCount{}, Constraints: []LearnedConstraint{}}
-	codes := map[blackboard.Code]int{}
+	codes := map[reason.Code]int{}
 	met := newMetrics()
 	for _, slot := range blackboard.AllSlots() {
 		c := SlotCount{Slot: slot}
@@ -76,7 +77,7 @@ func Stats(ctx context.Context, s store.Store, namespace string) (StatsReport, e
 				c.Expired++
 			}
 			switch {
-			case r.Mode == blackboard.ModePropose && r.Status == blackboard.StatusInvalidated && r.Reason != blackboard.CodeSupersededByCommit:
+			case r.Mode == blackboard.ModePropose && r.Status == blackboard.StatusInvalidated && r.Reason != reason.SupersededByCommit:
 				codes[r.Reason]++
 			case r.Mode == blackboard.ModeCommit && r.Provenance.Role == blackboard.RoleKernel && slot != blackboard.Evidence:
 				codes[r.Reason]++
@@ -84,7 +85,7 @@ func Stats(ctx context.Context, s store.Store, namespace string) (StatsReport, e
 				// A call refused before the kernel's pipeline has only this.
 				if subject, _ := r.Payload["subject"].(string); subject == "" {
 					if code, ok := r.Payload["code"].(string); ok {
-						codes[blackboard.Code(code)]++
+						codes[reason.Code(code)]++
 					}
 				}
 			case slot == blackboard.Constraints && r.Scope == blackboard.ScopePersistent && r.Status == blackboard.StatusActive:

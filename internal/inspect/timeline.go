@@ -11,6 +11,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -48,7 +49,7 @@ type TimelineEvent struct {
 	Record string          `json:"record,omitempty"`
 	Slot   blackboard.Slot `json:"slot,omitempty"`
 	Kind   string          `json:"kind,omitempty"`
-	Code   blackboard.Code `json:"code,omitempty"`
+	Code   reason.Code     `json:"code,omitempty"`
 	// Text is the event in the words of the paper's representative traces
 	// ("percept.charge committed (stale=true)").
 	Text string `json:"text"`
@@ -187,7 +188,7 @@ type timelineBuilder struct {
 // add appends an event at step (one of the loop's steps, stepNext or
 // stepSame). Consecutive observations and constraints share their step,
 // as the paper's t0 does.
-func (b *timelineBuilder) add(step int, typ EventType, r *blackboard.Record, code blackboard.Code, text, detail string) {
+func (b *timelineBuilder) add(step int, typ EventType, r *blackboard.Record, code reason.Code, text, detail string) {
 	obs := typ == EventObservation || typ == EventConstraint
 	switch {
 	case step == stepSame && b.prev >= 0, obs && b.prevObs:
@@ -280,7 +281,7 @@ func perceptFlags(r *blackboard.Record) string {
 }
 
 func (b *timelineBuilder) proposal(r *blackboard.Record, name string) {
-	committed := r.Reason == blackboard.CodeSupersededByCommit
+	committed := r.Reason == reason.SupersededByCommit
 	if r.Slot == blackboard.Plans && committed {
 		return // the committed plan's line says "proposed -- feasible"
 	}
@@ -365,8 +366,8 @@ func (b *timelineBuilder) commit(r *blackboard.Record, name string) {
 		b.add(stepBelief, EventCommit, r, r.Reason, name+" committed", "")
 	case blackboard.Actions:
 		detail := ""
-		if reason, ok := r.Payload["reason"].(string); ok && b.fallbacks[r.Kind] {
-			detail = "reason=" + reason
+		if why, ok := r.Payload["reason"].(string); ok && b.fallbacks[r.Kind] {
+			detail = "reason=" + why
 		}
 		b.add(stepGate, EventCommit, r, r.Reason, name+" committed", detail)
 	default:

@@ -11,6 +11,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/inspect"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/rules"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
@@ -63,12 +64,12 @@ func TestExplainFallbackByType(t *testing.T) {
 	refund := func(amount float64) blackboard.Payload {
 		return blackboard.Payload{"amount": amount, "reason": "damaged", "requires_beliefs": []string{"refund_due"}}
 	}
-	if d := submit(blackboard.Actions, "issue_refund", refund(500)); d.Code != blackboard.CodeRuleViolated {
+	if d := submit(blackboard.Actions, "issue_refund", refund(500)); d.Code != reason.RuleViolated {
 		t.Fatalf("refund of 500: %s", d.Code)
 	}
 	paid := submit(blackboard.Actions, "issue_refund", refund(50))
-	unrelated := submit(blackboard.Actions, kernel.FallbackQueueForReview, blackboard.Payload{"reason": string(blackboard.CodeStaleEvidence)})
-	related := submit(blackboard.Actions, kernel.FallbackQueueForReview, blackboard.Payload{"reason": string(blackboard.CodeRuleViolated)})
+	unrelated := submit(blackboard.Actions, kernel.FallbackQueueForReview, blackboard.Payload{"reason": string(reason.StaleEvidence)})
+	related := submit(blackboard.Actions, kernel.FallbackQueueForReview, blackboard.Payload{"reason": string(reason.RuleViolated)})
 	for _, d := range []kernel.Decision{paid, unrelated, related} {
 		if !d.Committed() {
 			t.Fatalf("%s: %s", d.ProposalID, d.Code)
@@ -97,7 +98,7 @@ func TestExplainFallbackByType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ex.Verdict != "fallback" || ex.RootCause == nil || ex.RootCause.Code != blackboard.CodeStaleEvidence || slices.Contains(relations(ex.Tree), "instead of") {
+	if ex.Verdict != "fallback" || ex.RootCause == nil || ex.RootCause.Code != reason.StaleEvidence || slices.Contains(relations(ex.Tree), "instead of") {
 		t.Errorf("fallback for STALE_EVIDENCE blamed on the rule violation:\n%s", ex)
 	}
 	// The fallback for the rule violation stands in for it.
@@ -105,7 +106,7 @@ func TestExplainFallbackByType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ex.Verdict != "fallback" || ex.RootCause == nil || ex.RootCause.Code != blackboard.CodeRuleViolated || !slices.Contains(relations(ex.Tree), "instead of") {
+	if ex.Verdict != "fallback" || ex.RootCause == nil || ex.RootCause.Code != reason.RuleViolated || !slices.Contains(relations(ex.Tree), "instead of") {
 		t.Errorf("fallback for RULE_VIOLATED:\n%s", ex)
 	}
 }
@@ -153,7 +154,7 @@ func deskWithDenial(t *testing.T) (store.Store, string) {
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if res := call("issue_refund", `{"order_id":"A1","amount":650}`); res.Outcome != audit.OutcomeRefused || res.Code != blackboard.CodeRuleViolated {
+	if res := call("issue_refund", `{"order_id":"A1","amount":650}`); res.Outcome != audit.OutcomeRefused || res.Code != reason.RuleViolated {
 		t.Fatalf("refund of 650: %+v", res)
 	}
 	if res := call("issue_refund", `{"order_id":"A1","amount":600}`); res.Outcome != audit.OutcomePendingApproval {
@@ -166,7 +167,7 @@ func deskWithDenial(t *testing.T) (store.Store, string) {
 	if _, err := g.Approver("supervisor:maria").Decide(ctx, audit.Approval{TraceID: tr, ActionID: pending[0].ActionID, Digest: pending[0].Digest, Decision: audit.Denied, Note: "signed for on delivery"}); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := g.Execute(ctx, pending[0].ActionID); err != nil || res.Code != toolgate.CodeApprovalDenied {
+	if res, err := g.Execute(ctx, pending[0].ActionID); err != nil || res.Code != reason.ApprovalDenied {
 		t.Fatal(res, err)
 	}
 	return s, pending[0].ActionID
@@ -214,7 +215,7 @@ func TestExplainDenial(t *testing.T) {
 			want = "fallback"
 		}
 		rc := ex.RootCause
-		if ex.Verdict != want || rc == nil || rc.Code != toolgate.CodeApprovalDenied || recs[rc.Record].Kind != audit.KindApproval ||
+		if ex.Verdict != want || rc == nil || rc.Code != reason.ApprovalDenied || recs[rc.Record].Kind != audit.KindApproval ||
 			!strings.Contains(rc.Detail, "supervisor:maria") || !strings.Contains(rc.Detail, "signed for on delivery") {
 			t.Errorf("explain %s: want %s, the denial by supervisor:maria with its note as root cause:\n%s", id, want, ex)
 		}
@@ -234,7 +235,7 @@ func TestExplainRuleViolation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Slot == blackboard.Actions && r.Reason == blackboard.CodeRuleViolated {
+		if r.Slot == blackboard.Actions && r.Reason == reason.RuleViolated {
 			refused = r.ID
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/failure"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // Content is what a model is shown of a gate's result: each field only
@@ -12,12 +13,12 @@ import (
 // panic's message, a stack trace, an internal error) stays in the
 // decision record, for the operator.
 type Content struct {
-	Outcome audit.Outcome   `json:"outcome"`
-	Code    blackboard.Code `json:"code,omitempty"`
+	Outcome audit.Outcome `json:"outcome"`
+	Code    reason.Code   `json:"code,omitempty"`
 	// RootCause and RootRecord are the deepest cause's code and the
 	// record it names (the stale observation, say).
-	RootCause  blackboard.Code `json:"root_cause,omitempty"`
-	RootRecord string          `json:"root_cause_record,omitempty"`
+	RootCause  reason.Code `json:"root_cause,omitempty"`
+	RootRecord string      `json:"root_cause_record,omitempty"`
 	// Status and Category are the typed failure's kind of a failed call.
 	Status   failure.ExecStatus `json:"execution_status,omitempty"`
 	Category failure.Category   `json:"category,omitempty"`

@@ -8,6 +8,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/invariant/invarianttest"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 )
@@ -31,7 +32,7 @@ func broken(t *testing.T) store.Store {
 			Kind: "refund", Payload: blackboard.Payload{"effect": map[string]any{"status": "succeeded", "tool": "issue_refund",
 				"action_id": "actions:T1:99", "attempt": 1.0}},
 			Provenance: blackboard.Provenance{Role: blackboard.RoleTool, Writer: "tool:issue_refund", TraceID: "T1", TimestampMS: 1},
-			Status:     blackboard.StatusActive, Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode}
+			Status:     blackboard.StatusActive, Reason: reason.Committed, Scope: blackboard.ScopeEpisode}
 		if err := st.Apply(context.Background(), store.Batch{Appends: []blackboard.Record{r}}); err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/storetest"
@@ -117,7 +118,7 @@ func TestPackedRecords(t *testing.T) {
 			ID: store.RecordID(blackboard.Percepts, "ns", trace, i%7+1), Slot: blackboard.Percepts, Mode: blackboard.ModeCommit, Kind: "k" + strconv.Itoa(i%3),
 			Payload:    blackboard.Payload{"n": float64(i), "s": "v" + strconv.Itoa(i), "list": []any{"a", 1.0}, "obj": map[string]any{"x": true}},
 			Provenance: blackboard.Provenance{Role: blackboard.RoleTool, Writer: "w" + strconv.Itoa(i%2), TraceID: trace, TimestampMS: int64(i)},
-			Status:     blackboard.StatusActive, Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode,
+			Status:     blackboard.StatusActive, Reason: reason.Committed, Scope: blackboard.ScopeEpisode,
 			Namespace: "ns",
 		}
 		switch i % 5 {
@@ -144,11 +145,11 @@ func TestPackedRecords(t *testing.T) {
 	}
 	// Records 0..n-4097 are packed; invalidate one packed and one not.
 	for _, id := range []string{order[12], order[n-1]} {
-		if err := st.Apply(ctx, store.Batch{Invalidations: []store.Invalidation{{ID: id, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeSupersededByCommit}}}); err != nil {
+		if err := st.Apply(ctx, store.Batch{Invalidations: []store.Invalidation{{ID: id, Status: blackboard.StatusInvalidated, Reason: reason.SupersededByCommit}}}); err != nil {
 			t.Fatal(err)
 		}
 		r := want[id]
-		r.Status, r.Reason = blackboard.StatusInvalidated, blackboard.CodeSupersededByCommit
+		r.Status, r.Reason = blackboard.StatusInvalidated, reason.SupersededByCommit
 		want[id] = r
 	}
 	check := func(how string, got blackboard.Record) {
@@ -240,7 +241,7 @@ func BenchmarkLarge(b *testing.B) {
 				ID: last, Slot: blackboard.Percepts, Mode: blackboard.ModeCommit, Kind: "charge",
 				Payload:    blackboard.Payload{"charge_id": "ch_" + strconv.Itoa(i), "amount": 42.0, "currency": "usd", "stale": false, "conflict": false},
 				Provenance: blackboard.Provenance{Role: blackboard.RoleTool, Writer: "stripe", TraceID: trace, TimestampMS: int64(i)},
-				Status:     blackboard.StatusActive, Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode,
+				Status:     blackboard.StatusActive, Reason: reason.Committed, Scope: blackboard.ScopeEpisode,
 			}}})
 			if err != nil {
 				b.Fatal(err)
@@ -362,14 +363,14 @@ func TestListingsAcrossIndexing(t *testing.T) {
 				ID: store.RecordID(slot, "", trace, n), Slot: slot, Mode: blackboard.ModeCommit, Kind: "k",
 				Payload:    blackboard.Payload{"i": float64(i)},
 				Provenance: blackboard.Provenance{Role: blackboard.RoleSymbolic, Writer: "w", TraceID: trace, TimestampMS: int64(i)},
-				Status:     blackboard.StatusActive, Reason: blackboard.CodeCommitted, Scope: blackboard.Scope(1 + i/2%2),
+				Status:     blackboard.StatusActive, Reason: reason.Committed, Scope: blackboard.Scope(1 + i/2%2),
 			}
 			b := store.Batch{Appends: []blackboard.Record{r}}
 			if i%4 == 3 { // invalidate an earlier record of the trace
 				for j := range all {
 					if all[j].Provenance.TraceID == trace && all[j].Status == blackboard.StatusActive {
-						b.Invalidations = []store.Invalidation{{ID: all[j].ID, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeSupersededByCommit}}
-						all[j].Status, all[j].Reason = blackboard.StatusInvalidated, blackboard.CodeSupersededByCommit
+						b.Invalidations = []store.Invalidation{{ID: all[j].ID, Status: blackboard.StatusInvalidated, Reason: reason.SupersededByCommit}}
+						all[j].Status, all[j].Reason = blackboard.StatusInvalidated, reason.SupersededByCommit
 						break
 					}
 				}
@@ -415,7 +416,7 @@ func TestNewStoreAfterClose(t *testing.T) {
 			r := blackboard.Record{
 				ID: store.RecordID(blackboard.Beliefs, "", trace, i+1), Slot: blackboard.Beliefs, Mode: blackboard.ModeCommit, Kind: "k",
 				Provenance: blackboard.Provenance{Role: blackboard.RolePlanner, Writer: "w", TraceID: trace, TimestampMS: int64(i)},
-				Status:     blackboard.StatusActive, Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode, Namespace: blackboard.DefaultNamespace,
+				Status:     blackboard.StatusActive, Reason: reason.Committed, Scope: blackboard.ScopeEpisode, Namespace: blackboard.DefaultNamespace,
 			}
 			if round%2 == 0 { // rounds 0 and 2 set every rare field and a payload; 1 and 3 none
 				r.Payload = blackboard.Payload{"i": float64(i)}

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -19,7 +20,7 @@ import (
 type memRec struct {
 	id, kind string
 	writer   string
-	reason   blackboard.Code
+	reason   reason.Code
 	payload  blackboard.Payload
 	ts       int64
 	more     *memMore

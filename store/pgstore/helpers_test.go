@@ -10,6 +10,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/pgtest"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/pgstore"
 )
@@ -39,7 +40,7 @@ func record(traceID string, n int) blackboard.Record {
 		ID: fmt.Sprintf("percepts:%s:%d", traceID, n), Slot: blackboard.Percepts, Mode: blackboard.ModeCommit, Kind: "door",
 		Payload:    blackboard.Payload{"n": float64(n)},
 		Provenance: blackboard.Provenance{Role: blackboard.RoleTool, Writer: "test", TraceID: traceID, TimestampMS: 1},
-		Status:     blackboard.StatusActive, Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode,
+		Status:     blackboard.StatusActive, Reason: reason.Committed, Scope: blackboard.ScopeEpisode,
 		Namespace: blackboard.DefaultNamespace,
 	}
 }

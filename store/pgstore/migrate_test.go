@@ -11,6 +11,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/pgtest"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -93,7 +94,7 @@ func TestMigrateStateV3(t *testing.T) {
 	}
 	r := blackboard.Record{ID: "percepts:old:3", Slot: blackboard.Percepts, Mode: blackboard.ModeCommit, Kind: "door", Payload: blackboard.Payload{},
 		Provenance: blackboard.Provenance{Role: blackboard.RoleTool, Writer: "sensor", TraceID: "old"}, Status: blackboard.StatusActive,
-		Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode, Namespace: "acme"}
+		Reason: reason.Committed, Scope: blackboard.ScopeEpisode, Namespace: "acme"}
 	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{r}, Trace: "old", TraceNamespace: "acme", TraceLen: 2, State: state("s"), Version: 2}); err != nil {
 		t.Fatalf("a conditional batch with a state on a migrated trace: %v", err)
 	}
@@ -142,7 +143,7 @@ func TestMigrateSharedV4(t *testing.T) {
 	if st, err := s.ReadState(ctx, "acme", "old"); err != nil || !reflect.DeepEqual(st, store.TraceState{Len: 1, Namespace: "acme", Version: 1}) {
 		t.Errorf("ReadState of a version-4 trace after migration = %+v, %v; want Len 1, namespace acme, Version 1, Shared 0 and no state", st, err)
 	}
-	if err := s.Apply(ctx, store.Batch{Invalidations: []store.Invalidation{{ID: "constraints:old:1", Status: blackboard.StatusInvalidated, Reason: blackboard.CodeStaleEvidence}}}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Invalidations: []store.Invalidation{{ID: "constraints:old:1", Status: blackboard.StatusInvalidated, Reason: reason.StaleEvidence}}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := shared("acme", "unknown"); got != 1 {
@@ -150,7 +151,7 @@ func TestMigrateSharedV4(t *testing.T) {
 	}
 	r := blackboard.Record{ID: "constraints:new:1", Slot: blackboard.Constraints, Mode: blackboard.ModeCommit, Kind: "max_refund", Payload: blackboard.Payload{},
 		Provenance: blackboard.Provenance{Role: blackboard.RoleSymbolic, Writer: "rules", TraceID: "new"}, Status: blackboard.StatusActive,
-		Reason: blackboard.CodeCommitted, Scope: blackboard.ScopePersistent, Namespace: "acme"}
+		Reason: reason.Committed, Scope: blackboard.ScopePersistent, Namespace: "acme"}
 	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{r}}); err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +200,7 @@ func TestMigrateTracesV5(t *testing.T) {
 	}
 	next := blackboard.Record{ID: "percepts:old:2", Slot: blackboard.Percepts, Mode: blackboard.ModeCommit, Kind: "order", Payload: blackboard.Payload{},
 		Provenance: blackboard.Provenance{Role: blackboard.RoleTool, Writer: "w", TraceID: "old"}, Status: blackboard.StatusActive,
-		Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode, Namespace: "acme"}
+		Reason: reason.Committed, Scope: blackboard.ScopeEpisode, Namespace: "acme"}
 	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{next}, Trace: "old", TraceNamespace: "acme", TraceLen: 1}); err != nil {
 		t.Errorf("appending to a version-5 trace after migration: %v", err)
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/pgtest"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/pgstore"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -548,7 +549,7 @@ func (w *worker) execute(ctx context.Context, action blackboard.Record) {
 	result, err := writeResult(gov.Write(ctx, writer, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "refund_result",
 		Payload: blackboard.Payload{"action": action.ID, "refund_id": "re_" + action.ID}, InputRefs: []string{attempt.ID}},
 		func(rec blackboard.Record) ([]kernel.Follow, error) {
-			r := audit.ForRecord(rec, "issue_refund", audit.OutcomeExecuted, blackboard.CodeCommitted)
+			r := audit.ForRecord(rec, "issue_refund", audit.OutcomeExecuted, reason.Committed)
 			r.Context = blackboard.Payload{"worker": w.id}
 			f, err := r.Follow()
 			return []kernel.Follow{f}, err
@@ -577,7 +578,7 @@ func (w *worker) sweep(ctx context.Context) {
 
 // learnerReport is what a learner process prints.
 type learnerReport struct {
-	Counts  map[blackboard.Code]int
+	Counts  map[reason.Code]int
 	Learned []adaptive.Lesson
 	Pending int
 }
@@ -679,7 +680,7 @@ func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath strin
 	}
 
 	// Acknowledged results.
-	acked, failures, effects := 0, map[blackboard.Code]int{}, map[string]string{}
+	acked, failures, effects := 0, map[reason.Code]int{}, map[string]string{}
 	for _, w := range workers {
 		for _, a := range w.acks {
 			acked++
@@ -690,7 +691,7 @@ func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath strin
 				}
 			case "decide":
 				checkDecision(t, w.id, a[1:], byID, decisions)
-				if code := blackboard.Code(a[2]); !code.OK() {
+				if code := reason.Code(a[2]); !code.OK() {
 					failures[code]++
 				}
 			case "effect":
@@ -760,13 +761,13 @@ func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath strin
 
 	// The adaptive learner counts every process's failures: here, and in
 	// a second process, which agrees and learns nothing again.
-	want := map[blackboard.Code]int{}
+	want := map[reason.Code]int{}
 	for _, slot := range []blackboard.Slot{blackboard.Beliefs, blackboard.Plans, blackboard.Predictions, blackboard.Actions} {
 		for r, err := range s.ListSlot(ctx, slot, store.Filter{Status: blackboard.StatusInvalidated}) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.Reason != blackboard.CodeSupersededByCommit {
+			if r.Reason != reason.SupersededByCommit {
 				want[r.Reason]++
 			}
 		}
@@ -784,7 +785,7 @@ func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath strin
 			t.Errorf("the learner counts %d %s, the workers acknowledged %d", counts[code], code, n)
 		}
 	}
-	if counts[blackboard.CodeStaleEvidence] < 2 {
+	if counts[reason.StaleEvidence] < 2 {
 		t.Fatalf("too few failures to learn from: %v", counts)
 	}
 	learned, err := l.Commit(ctx, "learning")
@@ -824,7 +825,7 @@ func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath strin
 // the decision's code, and so is its decision record.
 func checkDecision(t *testing.T, worker string, a []string, byID map[string]blackboard.Record, decisions map[string]audit.Entry) {
 	t.Helper()
-	proposal, code, committed, evidence := a[0], blackboard.Code(a[1]), a[2], a[3]
+	proposal, code, committed, evidence := a[0], reason.Code(a[1]), a[2], a[3]
 	p, ok := byID[proposal]
 	if !ok {
 		t.Errorf("worker %s: the proposal %s of an acknowledged decision (%s) is not in the store", worker, proposal, code)
@@ -845,7 +846,7 @@ func checkDecision(t *testing.T, worker string, a []string, byID map[string]blac
 	}
 }
 
-func mapsEqual(a, b map[blackboard.Code]int) bool {
+func mapsEqual(a, b map[reason.Code]int) bool {
 	for k, v := range a {
 		if b[k] != v {
 			return false
@@ -918,7 +919,7 @@ func checkGated(ctx context.Context, t *testing.T, schema, ledger string, worker
 			// on may be about another process's charge; the gate refuses
 			// such an action for good (route 12 of the second review) and
 			// retires it. Any other failure is a bug.
-			if eff.Code != toolgate.CodeArgumentNotBound {
+			if eff.Code != reason.ArgumentNotBound {
 				t.Errorf("gated action %s failed: %+v", action, eff)
 				continue
 			}
@@ -1030,7 +1031,7 @@ func checkGated(ctx context.Context, t *testing.T, schema, ledger string, worker
 		for _, a := range w.acks {
 			switch a[0] {
 			case "gate":
-				call, outcome, code, decision, action := a[1], audit.Outcome(a[2]), blackboard.Code(a[3]), a[4], a[5]
+				call, outcome, code, decision, action := a[1], audit.Outcome(a[2]), reason.Code(a[3]), a[4], a[5]
 				outcomes[outcome]++
 				d, ok := decisions[decision]
 				switch {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/pgtest"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -47,7 +48,7 @@ func TestRoundTrips(t *testing.T) {
 		counter.Take()
 		err = s.Apply(ctx, store.Batch{
 			Appends:       []blackboard.Record{record(trace, 1), persistent(record(trace, 2))},
-			Invalidations: []store.Invalidation{{ID: persistent(record(other, 1)).ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired}},
+			Invalidations: []store.Invalidation{{ID: persistent(record(other, 1)).ID, Status: blackboard.StatusExpired, Reason: reason.TTLExpired}},
 			Trace:         trace, TraceLen: 0, State: state("s"),
 		})
 		if err != nil {

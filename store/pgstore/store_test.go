@@ -18,6 +18,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/pgtest"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/pgstore"
 )
@@ -339,7 +340,7 @@ func TestStoreRefusesUnstorable(t *testing.T) {
 		if _, err := s.ClaimedBy(ctx, "", bad); !errors.Is(err, blackboard.ErrNotFound) {
 			t.Errorf("ClaimedBy(%q): %v, want ErrNotFound", bad, err)
 		}
-		if err := s.Apply(ctx, store.Batch{Invalidations: []store.Invalidation{{ID: bad, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeStaleEvidence}}}); !errors.Is(err, blackboard.ErrNotFound) {
+		if err := s.Apply(ctx, store.Batch{Invalidations: []store.Invalidation{{ID: bad, Status: blackboard.StatusInvalidated, Reason: reason.StaleEvidence}}}); !errors.Is(err, blackboard.ErrNotFound) {
 			t.Errorf("status change of %q: %v, want ErrNotFound", bad, err)
 		}
 		if err := s.Apply(ctx, store.Batch{Trace: bad, TraceLen: 1}); !errors.Is(err, blackboard.ErrConflict) {

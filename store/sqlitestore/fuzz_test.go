@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -66,7 +67,7 @@ func FuzzRecordRoundTrip(f *testing.F) {
 	s := openMemory(f)
 	f.Cleanup(func() { s.Close() })
 	runs := 0
-	f.Fuzz(func(t *testing.T, id, traceID, kind, writer, reason string, payload []byte, inputs, evidence string,
+	f.Fuzz(func(t *testing.T, id, traceID, kind, writer, why string, payload []byte, inputs, evidence string,
 		conf float64, ts, ttl int64, enums uint64) {
 		ctx := t.Context()
 		e := func(i int) uint64 { return enums >> (8 * i) & 0xff } // one byte each
@@ -79,7 +80,7 @@ func FuzzRecordRoundTrip(f *testing.F) {
 			traceID += suffix
 		}
 		r := blackboard.Record{ID: id, Slot: blackboard.Slot(e(0) % 9), Mode: blackboard.Mode(e(1) % 4), Kind: kind, Status: blackboard.Status(e(2) % 5),
-			Scope: blackboard.Scope(e(3) % 4), Reason: blackboard.Code(reason), EvidenceRefs: fuzzRefs(e(4)>>4, evidence),
+			Scope: blackboard.Scope(e(3) % 4), Reason: reason.Code(why), EvidenceRefs: fuzzRefs(e(4)>>4, evidence),
 			Provenance: blackboard.Provenance{Role: blackboard.Role(e(5) % 8), Writer: writer, TraceID: traceID, TimestampMS: ts,
 				InputRefs: fuzzRefs(e(4), inputs), TTLMS: ttl}}
 		if e(6)%2 == 1 {
@@ -132,7 +133,7 @@ func FuzzRecordRoundTrip(f *testing.F) {
 			t.Fatalf("FindActive of a %s record: %+v, %v", r.Status, got, err)
 		}
 		// A status change with fuzzed status and reason.
-		inv := store.Invalidation{ID: r.ID, Status: blackboard.Status(e(7) % 5), Reason: blackboard.Code(strings.ToUpper(writer))}
+		inv := store.Invalidation{ID: r.ID, Status: blackboard.Status(e(7) % 5), Reason: reason.Code(strings.ToUpper(writer))}
 		err = s.Apply(ctx, store.Batch{Invalidations: []store.Invalidation{{ID: inv.ID, Status: inv.Status, Reason: inv.Reason}}})
 		valid := (inv.Status == blackboard.StatusInvalidated || inv.Status == blackboard.StatusExpired) && inv.Reason != ""
 		switch {

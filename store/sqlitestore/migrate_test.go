@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
@@ -108,7 +109,7 @@ func TestStoreMigrateV1(t *testing.T) {
 		ID: "constraints:old:1", Slot: blackboard.Constraints, Mode: blackboard.ModeCommit, Kind: "speed_limit",
 		Payload:    blackboard.Payload{"blocks_field": "too_fast", "enabled": true, "name": "speed_limit"},
 		Provenance: blackboard.Provenance{Role: blackboard.RoleSymbolic, Writer: "rules", TraceID: "old", TimestampMS: 5},
-		Status:     blackboard.StatusActive, Reason: blackboard.CodeCommitted, Scope: blackboard.ScopePersistent,
+		Status:     blackboard.StatusActive, Reason: reason.Committed, Scope: blackboard.ScopePersistent,
 		Namespace: blackboard.DefaultNamespace,
 	}
 	percept := blackboard.Record{
@@ -117,7 +118,7 @@ func TestStoreMigrateV1(t *testing.T) {
 		Provenance: blackboard.Provenance{Role: blackboard.RoleTool, Writer: "sensor", TraceID: "old", TimestampMS: 6,
 			InputRefs: []string{constraint.ID}, Confidence: new(0.9), TTLMS: 1000},
 		EvidenceRefs: []string{},
-		Status:       blackboard.StatusActive, Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode,
+		Status:       blackboard.StatusActive, Reason: reason.Committed, Scope: blackboard.ScopeEpisode,
 		Namespace: blackboard.DefaultNamespace,
 	}
 	for _, st := range stores {
@@ -225,7 +226,7 @@ func TestStoreMigrateOnceKeysV3(t *testing.T) {
 	}
 	r := blackboard.Record{ID: "actions:new:1", Slot: blackboard.Actions, Mode: blackboard.ModeCommit, Kind: "refund", Payload: blackboard.Payload{},
 		Provenance: blackboard.Provenance{Role: blackboard.RoleKernel, Writer: "kernel", TraceID: "new"}, Status: blackboard.StatusActive,
-		Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode, Namespace: "acme"}
+		Reason: reason.Committed, Scope: blackboard.ScopeEpisode, Namespace: "acme"}
 	err = s.Apply(ctx, store.Batch{Appends: []blackboard.Record{r}, Claims: []store.Claim{{Key: "k-acme", RecordID: r.ID, Namespace: "acme"}}})
 	if !errors.Is(err, blackboard.ErrDuplicateKey) {
 		t.Errorf("claiming a migrated key again in its namespace: %v, want ErrDuplicateKey", err)
@@ -278,7 +279,7 @@ func TestStoreMigrateSharedV5(t *testing.T) {
 	if st, err := s.ReadState(ctx, "acme", "old"); err != nil || !reflect.DeepEqual(st, store.TraceState{Len: 1, Namespace: "acme", Version: 1}) {
 		t.Errorf("ReadState of a version-5 trace after migration = %+v, %v; want Len 1, namespace acme, Version 1, Shared 0 and no state", st, err)
 	}
-	if err := s.Apply(ctx, store.Batch{Invalidations: []store.Invalidation{{ID: old.ID, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeStaleEvidence}}}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Invalidations: []store.Invalidation{{ID: old.ID, Status: blackboard.StatusInvalidated, Reason: reason.StaleEvidence}}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := shared("acme", "unknown"); got != 1 {

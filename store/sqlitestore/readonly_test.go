@@ -15,6 +15,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/inspect"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
@@ -71,7 +72,7 @@ func TestOpenReadOnly(t *testing.T) {
 	if !errors.Is(err, blackboard.ErrPermission) {
 		t.Errorf("an append on a read-only store: %v, want ErrPermission", err)
 	}
-	if err := ro.Apply(t.Context(), store.Batch{Invalidations: []store.Invalidation{{ID: id, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired}}}); !errors.Is(err, blackboard.ErrPermission) {
+	if err := ro.Apply(t.Context(), store.Batch{Invalidations: []store.Invalidation{{ID: id, Status: blackboard.StatusExpired, Reason: reason.TTLExpired}}}); !errors.Is(err, blackboard.ErrPermission) {
 		t.Errorf("a status change on a read-only store: %v, want ErrPermission", err)
 	}
 	if err := ro.Close(); err != nil {

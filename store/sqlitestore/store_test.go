@@ -17,6 +17,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/store/storetest"
@@ -122,7 +123,7 @@ func TestStoreReopen(t *testing.T) {
 		t.Fatalf("belief: %v %s", err, committed.Code)
 	}
 	rejected, err := planner.Submit(ctx, in("ep", belief("camera_ok", "camera")))
-	if err != nil || rejected.Code != blackboard.CodeStaleEvidence {
+	if err != nil || rejected.Code != reason.StaleEvidence {
 		t.Fatalf("stale belief: %v %s", err, rejected.Code)
 	}
 	constraint, err := sym.CommitConstraint(ctx, "ep", kernel.Constraint{Name: "speed_limit", Enabled: true, BlocksField: "too_fast"}, blackboard.ScopePersistent)
@@ -167,8 +168,8 @@ func TestStoreReopen(t *testing.T) {
 	}
 	d, err := planner.Submit(ctx, kernel.Entry{TraceID: "ep2", Slot: blackboard.Actions, Kind: "move",
 		Payload: blackboard.Payload{"requires_beliefs": []any{"door_open"}, "too_fast": true}})
-	if err != nil || d.Code != blackboard.BlockedCode("speed_limit") {
-		t.Errorf("action against the persistent constraint after reopening: %v, code %s, want %s", err, d.Code, blackboard.BlockedCode("speed_limit"))
+	if err != nil || d.Code != reason.Blocked("speed_limit") {
+		t.Errorf("action against the persistent constraint after reopening: %v, code %s, want %s", err, d.Code, reason.Blocked("speed_limit"))
 	}
 	v, err := k.Reader().View(ctx, "ep3", kernel.ViewOptions{IncludePersistent: true})
 	if err != nil {
@@ -455,7 +456,7 @@ func record(traceID string, n int) blackboard.Record {
 		ID: fmt.Sprintf("percepts:%s:%d", traceID, n), Slot: blackboard.Percepts, Mode: blackboard.ModeCommit, Kind: "door",
 		Payload:    blackboard.Payload{"n": float64(n)},
 		Provenance: blackboard.Provenance{Role: blackboard.RoleTool, Writer: "test", TraceID: traceID, TimestampMS: 1},
-		Status:     blackboard.StatusActive, Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode,
+		Status:     blackboard.StatusActive, Reason: reason.Committed, Scope: blackboard.ScopeEpisode,
 		Namespace: blackboard.DefaultNamespace,
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -26,8 +27,8 @@ func newCommitScene(t *testing.T, s store.Store, trace string) commitScene {
 	c.ttl.Provenance.TTLMS = 10
 	c.dead = record(trace, blackboard.Percepts, "camera", 4)
 	mustAppend(t, s, c.percept, c.proposal, c.ttl, c.dead)
-	mustInvalidate(t, s, c.dead.ID, blackboard.StatusInvalidated, blackboard.CodeStaleEvidence)
-	c.dead = invalidated(c.dead, blackboard.StatusInvalidated, blackboard.CodeStaleEvidence)
+	mustInvalidate(t, s, c.dead.ID, blackboard.StatusInvalidated, reason.StaleEvidence)
+	c.dead = invalidated(c.dead, blackboard.StatusInvalidated, reason.StaleEvidence)
 
 	c.evidence = record(trace, blackboard.Evidence, "belief_validation", 5)
 	c.evidence.Provenance.InputRefs = []string{c.percept.ID}
@@ -37,8 +38,8 @@ func newCommitScene(t *testing.T, s store.Store, trace string) commitScene {
 	c.batch = store.Batch{
 		Appends: []blackboard.Record{c.evidence, c.belief},
 		Invalidations: []store.Invalidation{
-			{ID: c.ttl.ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired},
-			{ID: c.proposal.ID, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeSupersededByCommit},
+			{ID: c.ttl.ID, Status: blackboard.StatusExpired, Reason: reason.TTLExpired},
+			{ID: c.proposal.ID, Status: blackboard.StatusInvalidated, Reason: reason.SupersededByCommit},
 		},
 	}
 	return c
@@ -57,8 +58,8 @@ func testApply(t *testing.T, s store.Store) {
 	}
 	want := []blackboard.Record{
 		c.percept,
-		invalidated(c.proposal, blackboard.StatusInvalidated, blackboard.CodeSupersededByCommit),
-		invalidated(c.ttl, blackboard.StatusExpired, blackboard.CodeTTLExpired),
+		invalidated(c.proposal, blackboard.StatusInvalidated, reason.SupersededByCommit),
+		invalidated(c.ttl, blackboard.StatusExpired, reason.TTLExpired),
 		c.dead,
 		c.evidence,
 		c.belief,
@@ -79,8 +80,8 @@ func testApplyAtomic(t *testing.T, s store.Store) {
 	malformed := c.belief
 	malformed.ID, malformed.Kind = "beliefs:atomic:7", ""
 	expire, supersede := c.batch.Invalidations[0], c.batch.Invalidations[1]
-	inv := func(id string, st blackboard.Status, reason blackboard.Code) store.Invalidation {
-		return store.Invalidation{ID: id, Status: st, Reason: reason}
+	inv := func(id string, st blackboard.Status, why reason.Code) store.Invalidation {
+		return store.Invalidation{ID: id, Status: st, Reason: why}
 	}
 	failing := []struct {
 		name  string
@@ -92,17 +93,17 @@ func testApplyAtomic(t *testing.T, s store.Store) {
 		{"two appends of one id",
 			with([]blackboard.Record{c.evidence, c.belief, dupInBatch}, c.batch.Invalidations), store.ErrDuplicateID},
 		{"an invalidation of a non-active record in the middle",
-			with(c.batch.Appends, []store.Invalidation{expire, inv(c.dead.ID, blackboard.StatusInvalidated, blackboard.CodeStaleEvidence), supersede}), store.ErrNotActive},
+			with(c.batch.Appends, []store.Invalidation{expire, inv(c.dead.ID, blackboard.StatusInvalidated, reason.StaleEvidence), supersede}), store.ErrNotActive},
 		{"two invalidations of one record",
-			with(c.batch.Appends, []store.Invalidation{expire, supersede, inv(c.ttl.ID, blackboard.StatusInvalidated, blackboard.CodeStaleEvidence)}), store.ErrNotActive},
+			with(c.batch.Appends, []store.Invalidation{expire, supersede, inv(c.ttl.ID, blackboard.StatusInvalidated, reason.StaleEvidence)}), store.ErrNotActive},
 		{"an invalidation of an unknown id in the middle",
-			with(c.batch.Appends, []store.Invalidation{expire, inv("beliefs:atomic:99", blackboard.StatusInvalidated, blackboard.CodeStaleEvidence), supersede}), blackboard.ErrNotFound},
+			with(c.batch.Appends, []store.Invalidation{expire, inv("beliefs:atomic:99", blackboard.StatusInvalidated, reason.StaleEvidence), supersede}), blackboard.ErrNotFound},
 		{"an invalidation of a record the batch itself appends",
-			with(c.batch.Appends, []store.Invalidation{expire, inv(c.evidence.ID, blackboard.StatusInvalidated, blackboard.CodeStaleEvidence), supersede}), blackboard.ErrNotFound},
+			with(c.batch.Appends, []store.Invalidation{expire, inv(c.evidence.ID, blackboard.StatusInvalidated, reason.StaleEvidence), supersede}), blackboard.ErrNotFound},
 		{"a malformed record in the middle",
 			with([]blackboard.Record{c.evidence, malformed, c.belief}, c.batch.Invalidations), blackboard.ErrInvalidInput},
 		{"an invalidation to ACTIVE",
-			with(c.batch.Appends, []store.Invalidation{expire, inv(c.proposal.ID, blackboard.StatusActive, blackboard.CodeCommitted)}), blackboard.ErrInvalidInput},
+			with(c.batch.Appends, []store.Invalidation{expire, inv(c.proposal.ID, blackboard.StatusActive, reason.Committed)}), blackboard.ErrInvalidInput},
 		{"an invalidation without a reason",
 			with(c.batch.Appends, []store.Invalidation{expire, inv(c.proposal.ID, blackboard.StatusInvalidated, "")}), blackboard.ErrInvalidInput},
 	}

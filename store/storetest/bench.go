@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -119,7 +120,7 @@ func benchApply(b *testing.B, s store.Store) {
 		belief.EvidenceRefs = []string{ev.ID}
 		err := s.Apply(b.Context(), store.Batch{
 			Appends:       []blackboard.Record{ev, belief},
-			Invalidations: []store.Invalidation{{ID: prev, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeSupersededByCommit}},
+			Invalidations: []store.Invalidation{{ID: prev, Status: blackboard.StatusInvalidated, Reason: reason.SupersededByCommit}},
 		})
 		if err != nil {
 			b.Fatal(err)

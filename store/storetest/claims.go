@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -75,7 +76,7 @@ func testClaims(t *testing.T, s store.Store) {
 		before := dump(t, s)
 		b := store.Batch{
 			Appends:       []blackboard.Record{extra},
-			Invalidations: []store.Invalidation{{ID: target.ID, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeDuplicateAction}},
+			Invalidations: []store.Invalidation{{ID: target.ID, Status: blackboard.StatusInvalidated, Reason: reason.DuplicateAction}},
 			Claims:        r.claims,
 		}
 		wantErr(t, s.Apply(ctx, b), blackboard.ErrDuplicateKey, "Apply refuses a batch that claims "+r.name)
@@ -97,7 +98,7 @@ func testClaims(t *testing.T, s store.Store) {
 	}
 
 	// A claim is for ever: the claimant's status does not free its key.
-	mustInvalidate(t, s, c.belief.ID, blackboard.StatusInvalidated, blackboard.CodeStaleEvidence)
+	mustInvalidate(t, s, c.belief.ID, blackboard.StatusInvalidated, reason.StaleEvidence)
 	later := record("claims-later", blackboard.Actions, "refund", 1)
 	before := dump(t, s)
 	wantErr(t, s.Apply(ctx, store.Batch{Appends: []blackboard.Record{later}, Claims: []store.Claim{{Key: key, RecordID: later.ID}}}),
@@ -170,7 +171,7 @@ func testClaimsAtomic(t *testing.T, s store.Store) {
 	dup := c.batch
 	dup.Appends = []blackboard.Record{c.evidence, c.percept}
 	notActive := c.batch
-	notActive.Invalidations = []store.Invalidation{{ID: c.dead.ID, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeStaleEvidence}}
+	notActive.Invalidations = []store.Invalidation{{ID: c.dead.ID, Status: blackboard.StatusInvalidated, Reason: reason.StaleEvidence}}
 	stale := c.batch
 	stale.Trace, stale.TraceLen = "claims-atomic", 1
 	malformed := c.batch

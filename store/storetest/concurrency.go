@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -150,25 +151,25 @@ func testConcurrentInvalidate(t *testing.T, s store.Store) {
 	statuses := []blackboard.Status{blackboard.StatusInvalidated, blackboard.StatusExpired}
 	errs := make([]error, n)
 	race(n, func(g int) {
-		st, reason := statuses[g%2], blackboard.Code(fmt.Sprintf("REASON_%d", g))
+		st, why := statuses[g%2], reason.Code(fmt.Sprintf("REASON_%d", g))
 		if g%3 == 0 {
-			errs[g] = setStatus(t.Context(), s, r.ID, st, reason)
+			errs[g] = setStatus(t.Context(), s, r.ID, st, why)
 			return
 		}
 		// A batch that also changes another record: it must land whole or
 		// not at all.
 		errs[g] = s.Apply(t.Context(), store.Batch{Invalidations: []store.Invalidation{
-			{ID: r.ID, Status: st, Reason: reason},
-			{ID: other.ID, Status: st, Reason: reason},
+			{ID: r.ID, Status: st, Reason: why},
+			{ID: other.ID, Status: st, Reason: why},
 		}})
 	})
 	contract := "many goroutines invalidating one record: exactly one wins, the others get ErrNotActive"
 	w := outcome(t, errs, store.ErrNotActive, contract)
-	wantR := invalidated(r, statuses[w%2], blackboard.Code(fmt.Sprintf("REASON_%d", w)))
+	wantR := invalidated(r, statuses[w%2], reason.Code(fmt.Sprintf("REASON_%d", w)))
 	wantSame(t, mustGet(t, s, r.ID), wantR, "the stored status and reason are the winner's")
 	wantOther := other
 	if w%3 != 0 {
-		wantOther = invalidated(other, statuses[w%2], blackboard.Code(fmt.Sprintf("REASON_%d", w)))
+		wantOther = invalidated(other, statuses[w%2], reason.Code(fmt.Sprintf("REASON_%d", w)))
 	}
 	wantSame(t, mustGet(t, s, other.ID), wantOther, "only the winning batch changed the second record")
 }

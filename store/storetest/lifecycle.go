@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -29,7 +30,7 @@ func everyMethod(t *testing.T, s store.Store, ctx context.Context, c commitScene
 	_, err = s.FindActive(ctx, "", "life", blackboard.Percepts, "door")
 	wantErr(t, err, want, contract+": FindActive")
 	wantErr(t, appendOne(ctx, s, fresh), want, contract+": Apply of one record")
-	wantErr(t, setStatus(ctx, s, c.percept.ID, blackboard.StatusInvalidated, blackboard.CodeStaleEvidence), want, contract+": Apply of one status change")
+	wantErr(t, setStatus(ctx, s, c.percept.ID, blackboard.StatusInvalidated, reason.StaleEvidence), want, contract+": Apply of one status change")
 	wantErr(t, s.Apply(ctx, c.batch), want, contract+": Apply")
 	wantErr(t, firstErr(s.ListTrace(ctx, "", "life")), want, contract+": ListTrace yields the error first")
 	wantErr(t, firstErr(s.ListSlot(ctx, blackboard.Percepts, store.Filter{})), want, contract+": ListSlot yields the error first")

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -17,14 +18,14 @@ func testFindActive(t *testing.T, s store.Store) {
 	r3 := record(trace, blackboard.Beliefs, kind, 3) // invalidated below
 	r4 := record(trace, blackboard.Beliefs, kind, 4) // expired below
 	r5 := record(trace, blackboard.Beliefs, kind, 5)
-	r5.Status, r5.Reason = blackboard.StatusInvalidated, blackboard.CodeLowConfidence // appended already decided
+	r5.Status, r5.Reason = blackboard.StatusInvalidated, reason.LowConfidence // appended already decided
 	r6 := record(trace, blackboard.Percepts, kind, 6)
 	r7 := record(trace, blackboard.Beliefs, "other_kind", 7)
 	other := record("find:2", blackboard.Beliefs, kind, 8) // another trace, appended last
 	prefix := record("fin", blackboard.Beliefs, kind, 9)   // a trace id that is a prefix
 	mustAppend(t, s, r1, r2, r3, r4, r5, r6, r7, other, prefix)
-	mustInvalidate(t, s, r3.ID, blackboard.StatusInvalidated, blackboard.CodeStaleEvidence)
-	mustInvalidate(t, s, r4.ID, blackboard.StatusExpired, blackboard.CodeTTLExpired)
+	mustInvalidate(t, s, r3.ID, blackboard.StatusInvalidated, reason.StaleEvidence)
+	mustInvalidate(t, s, r4.ID, blackboard.StatusExpired, reason.TTLExpired)
 
 	find := func(trace string, slot blackboard.Slot, kind string, want blackboard.Record, contract string) {
 		t.Helper()
@@ -48,9 +49,9 @@ func testFindActive(t *testing.T, s store.Store) {
 	find("find:2", blackboard.Beliefs, kind, other, "FindActive looks only in the trace asked for")
 	find("fin", blackboard.Beliefs, kind, prefix, "FindActive matches the trace id exactly")
 
-	mustInvalidate(t, s, r2.ID, blackboard.StatusInvalidated, blackboard.CodeSupersededByCommit)
+	mustInvalidate(t, s, r2.ID, blackboard.StatusInvalidated, reason.SupersededByCommit)
 	find(trace, blackboard.Beliefs, kind, r1, "FindActive falls back to an older ACTIVE record once the latest is invalidated")
-	mustInvalidate(t, s, r1.ID, blackboard.StatusExpired, blackboard.CodeTTLExpired)
+	mustInvalidate(t, s, r1.ID, blackboard.StatusExpired, reason.TTLExpired)
 	notFound(trace, blackboard.Beliefs, kind, "FindActive when no record of the kind is ACTIVE any more")
 	notFound(trace, blackboard.Actions, kind, "FindActive in a slot without the kind")
 	notFound(trace, blackboard.Beliefs, "absent", "FindActive of an unknown kind")
@@ -76,8 +77,8 @@ func testListTrace(t *testing.T, s store.Store) {
 			"ListTrace("+tr+") returns exactly that trace's records in append order")
 	}
 	changed := want["iso"][2]
-	mustInvalidate(t, s, changed.ID, blackboard.StatusInvalidated, blackboard.CodeUnresolvedConflict)
-	want["iso"][2] = invalidated(changed, blackboard.StatusInvalidated, blackboard.CodeUnresolvedConflict)
+	mustInvalidate(t, s, changed.ID, blackboard.StatusInvalidated, reason.UnresolvedConflict)
+	want["iso"][2] = invalidated(changed, blackboard.StatusInvalidated, reason.UnresolvedConflict)
 	wantSame(t, collect(t, "ListTrace", s.ListTrace(ctx, "", "iso")), want["iso"],
 		"ListTrace keeps a record's place after its status changes")
 	wantSame(t, len(collect(t, "ListTrace", s.ListTrace(ctx, "", "absent"))), 0,
@@ -100,10 +101,10 @@ func testListSlot(t *testing.T, s store.Store) {
 	p9 := record("B", blackboard.Percepts, "door", 9)
 	p9.Scope = per
 	mustAppend(t, s, c1, c2, c3, c4, p5, c6, c7, c8, p9)
-	mustInvalidate(t, s, c3.ID, blackboard.StatusInvalidated, blackboard.CodeSupersededByCommit)
-	mustInvalidate(t, s, c4.ID, blackboard.StatusExpired, blackboard.CodeTTLExpired)
-	c3 = invalidated(c3, blackboard.StatusInvalidated, blackboard.CodeSupersededByCommit)
-	c4 = invalidated(c4, blackboard.StatusExpired, blackboard.CodeTTLExpired)
+	mustInvalidate(t, s, c3.ID, blackboard.StatusInvalidated, reason.SupersededByCommit)
+	mustInvalidate(t, s, c4.ID, blackboard.StatusExpired, reason.TTLExpired)
+	c3 = invalidated(c3, blackboard.StatusInvalidated, reason.SupersededByCommit)
+	c4 = invalidated(c4, blackboard.StatusExpired, reason.TTLExpired)
 
 	lists := []struct {
 		slot blackboard.Slot
@@ -148,7 +149,7 @@ func testLongListings(t *testing.T, s store.Store) {
 	for i := 1; i <= n; i++ {
 		r := record("long", blackboard.Beliefs, "k", i)
 		if i%3 == 0 {
-			r.Status, r.Reason = blackboard.StatusInvalidated, blackboard.CodeMissingEvidence
+			r.Status, r.Reason = blackboard.StatusInvalidated, reason.MissingEvidence
 		} else {
 			active = append(active, r)
 		}
@@ -217,7 +218,7 @@ func testListingCallbacks(t *testing.T, s store.Store) {
 			mustAppend(t, s, record(l.side, blackboard.Beliefs, "b", n))
 			collect(t, "ListTrace inside "+l.name, s.ListTrace(ctx, "", l.side))
 			if i == 1 { // the second listing retires what it lists
-				mustInvalidate(t, s, r.ID, blackboard.StatusInvalidated, blackboard.CodeStaleEvidence)
+				mustInvalidate(t, s, r.ID, blackboard.StatusInvalidated, reason.StaleEvidence)
 			}
 		}
 		if n != len(recs) {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -45,11 +46,11 @@ func testNamespaceRoundTrip(t *testing.T, s store.Store) {
 	wantSame(t, collect(t, "ListSlot", s.ListSlot(ctx, blackboard.Constraints, store.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent})),
 		[]blackboard.Record{want[0], named}, contract+" (ListSlot of active persistent records)")
 
-	mustInvalidate(t, s, alone.ID, blackboard.StatusInvalidated, blackboard.CodeSupersededByCommit)
-	mustInvalidate(t, s, named.ID, blackboard.StatusExpired, blackboard.CodeTTLExpired)
-	wantSame(t, mustGet(t, s, alone.ID), invalidated(want[0], blackboard.StatusInvalidated, blackboard.CodeSupersededByCommit),
+	mustInvalidate(t, s, alone.ID, blackboard.StatusInvalidated, reason.SupersededByCommit)
+	mustInvalidate(t, s, named.ID, blackboard.StatusExpired, reason.TTLExpired)
+	wantSame(t, mustGet(t, s, alone.ID), invalidated(want[0], blackboard.StatusInvalidated, reason.SupersededByCommit),
 		"a status change keeps the record's namespace (blackboard.DefaultNamespace)")
-	wantSame(t, mustGet(t, s, named.ID), invalidated(named, blackboard.StatusExpired, blackboard.CodeTTLExpired),
+	wantSame(t, mustGet(t, s, named.ID), invalidated(named, blackboard.StatusExpired, reason.TTLExpired),
 		"a status change keeps the record's namespace")
 }
 
@@ -74,13 +75,13 @@ func testListSlotNamespace(t *testing.T, s store.Store) {
 	c5 := c("A", 5, "a", per) // invalidated below
 	c6 := c("B", 6, blackboard.DefaultNamespace, per)
 	c7 := c("A", 7, "b", per)
-	c7.Status, c7.Reason = blackboard.StatusExpired, blackboard.CodeTTLExpired
+	c7.Status, c7.Reason = blackboard.StatusExpired, reason.TTLExpired
 	c8 := c("B", 8, "A", per)
 	p9 := record("A/a", blackboard.Percepts, "door", 9)
 	p9.Namespace, p9.Scope = "a", per
 	mustAppend(t, s, c1, c2, c3, c4, c5, c6, c7, c8, p9)
-	mustInvalidate(t, s, c5.ID, blackboard.StatusInvalidated, blackboard.CodeSupersededByCommit)
-	c3, c5 = stored(c3), invalidated(c5, blackboard.StatusInvalidated, blackboard.CodeSupersededByCommit)
+	mustInvalidate(t, s, c5.ID, blackboard.StatusInvalidated, reason.SupersededByCommit)
+	c3, c5 = stored(c3), invalidated(c5, blackboard.StatusInvalidated, reason.SupersededByCommit)
 
 	active := blackboard.StatusActive
 	lists := []struct {
@@ -111,7 +112,7 @@ func testListSlotNamespace(t *testing.T, s store.Store) {
 			fmt.Sprintf("ListSlot(%s, %s) returns exactly the matching records of that namespace in append order", l.slot, show(l.f)))
 	}
 
-	mustInvalidate(t, s, c1.ID, blackboard.StatusExpired, blackboard.CodeTTLExpired)
+	mustInvalidate(t, s, c1.ID, blackboard.StatusExpired, reason.TTLExpired)
 	wantSame(t, len(collect(t, "ListSlot", s.ListSlot(ctx, blackboard.Constraints, store.Filter{Status: active, Scope: per, Namespace: "a"}))), 0,
 		"a namespace's active persistent listing drops a record once its status changes")
 
@@ -202,7 +203,7 @@ func testTraceNamespace(t *testing.T, s store.Store) {
 	}
 	// A status change in a's trace t counts in it alone.
 	before := readStateIn(t, ss, "b", "t")
-	if err := s.Apply(ctx, store.Batch{Invalidations: []store.Invalidation{{ID: a1.ID, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeStaleEvidence}}}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Invalidations: []store.Invalidation{{ID: a1.ID, Status: blackboard.StatusInvalidated, Reason: reason.StaleEvidence}}}); err != nil {
 		t.Fatal(err)
 	}
 	wantCounters(t, ss, "t", 1, "a", 2, contract+": a's trace t counted its status change")

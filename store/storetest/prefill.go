@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -22,7 +23,7 @@ func Prefill(tb testing.TB, s store.Store, n int) {
 			ID: "percepts:" + trace + ":" + strconv.Itoa(i%10+1), Slot: blackboard.Percepts, Mode: blackboard.ModeCommit, Kind: "charge",
 			Payload:    blackboard.Payload{"charge_id": "ch_" + strconv.Itoa(i), "amount": 42.0, "currency": "usd", "stale": false, "conflict": false},
 			Provenance: blackboard.Provenance{Role: blackboard.RoleTool, Writer: "stripe", TraceID: trace, TimestampMS: int64(i)},
-			Status:     blackboard.StatusActive, Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode,
+			Status:     blackboard.StatusActive, Reason: reason.Committed, Scope: blackboard.ScopeEpisode,
 		})
 		if len(batch.Appends) == batchSize || i == n-1 {
 			if err := s.Apply(context.Background(), batch); err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -67,7 +68,7 @@ func roundTripRecords() []blackboard.Record {
 			Confidence: confidence(0),
 		},
 		Status:    blackboard.StatusActive,
-		Reason:    blackboard.CodeCommitted,
+		Reason:    reason.Committed,
 		Scope:     blackboard.ScopePersistent,
 		Namespace: "tenant-ä ✓",
 	}, {
@@ -87,7 +88,7 @@ func roundTripRecords() []blackboard.Record {
 			TTLMS:       maxTTLMS,
 		},
 		Status:    blackboard.StatusExpired,
-		Reason:    blackboard.CodeTTLExpired,
+		Reason:    reason.TTLExpired,
 		Scope:     blackboard.ScopeEpisode,
 		Namespace: blackboard.DefaultNamespace,
 	}, {
@@ -104,7 +105,7 @@ func roundTripRecords() []blackboard.Record {
 			Confidence:  confidence(1),
 		},
 		Status:    blackboard.StatusInvalidated,
-		Reason:    blackboard.BlockedCode("speed limit"),
+		Reason:    reason.Blocked("speed limit"),
 		Scope:     blackboard.ScopePersistent,
 		Namespace: "ns:with:colons",
 	}, {
@@ -121,7 +122,7 @@ func roundTripRecords() []blackboard.Record {
 		},
 		EvidenceRefs: []string{"evidence:round-trip:1", "evidence:round-trip:2"},
 		Status:       blackboard.StatusActive,
-		Reason:       blackboard.CodeCommitted,
+		Reason:       reason.Committed,
 		Scope:        blackboard.ScopeEpisode,
 	}, {
 		ID:      "actions:round-trip:6",
@@ -136,7 +137,7 @@ func roundTripRecords() []blackboard.Record {
 			TimestampMS: baseTS,
 		},
 		Status: blackboard.StatusActive,
-		Reason: blackboard.CodeCommitted,
+		Reason: reason.Committed,
 		Scope:  blackboard.ScopeEpisode,
 	}, {
 		ID:   "plans:round-trip:7",
@@ -154,7 +155,7 @@ func roundTripRecords() []blackboard.Record {
 			InputRefs:   []string{"plans:round-trip:0"},
 		},
 		Status: blackboard.StatusActive,
-		Reason: blackboard.CodePlanFeasible,
+		Reason: reason.PlanFeasible,
 		Scope:  blackboard.ScopeEpisode,
 	}}
 }
@@ -203,10 +204,10 @@ func testAppendOnly(t *testing.T, s store.Store) {
 	wantErr(t, appendOne(t.Context(), s, dupe), store.ErrDuplicateID, "Apply refuses an id the store holds")
 	wantSame(t, mustGet(t, s, orig.ID), orig, "a refused duplicate leaves the original unchanged")
 
-	mustInvalidate(t, s, orig.ID, blackboard.StatusInvalidated, blackboard.CodeStaleEvidence)
+	mustInvalidate(t, s, orig.ID, blackboard.StatusInvalidated, reason.StaleEvidence)
 	wantErr(t, appendOne(t.Context(), s, orig), store.ErrDuplicateID,
 		"Apply refuses the id of an invalidated record (a status change does not free an id)")
-	wantSame(t, mustGet(t, s, orig.ID), invalidated(orig, blackboard.StatusInvalidated, blackboard.CodeStaleEvidence),
+	wantSame(t, mustGet(t, s, orig.ID), invalidated(orig, blackboard.StatusInvalidated, reason.StaleEvidence),
 		"a refused duplicate leaves the invalidated original unchanged")
 	wantSame(t, ids(dump(t, s)), []string{orig.ID}, "a refused duplicate adds no record")
 }
@@ -271,10 +272,10 @@ func testInvalidate(t *testing.T, s store.Store) {
 	c := record("inv", blackboard.Actions, "move", 3)
 	mustAppend(t, s, a, b, c)
 
-	mustInvalidate(t, s, a.ID, blackboard.StatusInvalidated, blackboard.CodeLowConfidence)
-	mustInvalidate(t, s, b.ID, blackboard.StatusExpired, blackboard.CodeTTLExpired)
-	wantA := invalidated(a, blackboard.StatusInvalidated, blackboard.CodeLowConfidence)
-	wantB := invalidated(b, blackboard.StatusExpired, blackboard.CodeTTLExpired)
+	mustInvalidate(t, s, a.ID, blackboard.StatusInvalidated, reason.LowConfidence)
+	mustInvalidate(t, s, b.ID, blackboard.StatusExpired, reason.TTLExpired)
+	wantA := invalidated(a, blackboard.StatusInvalidated, reason.LowConfidence)
+	wantB := invalidated(b, blackboard.StatusExpired, reason.TTLExpired)
 	wantSame(t, mustGet(t, s, a.ID), wantA, "a status change moves ACTIVE to INVALIDATED with its reason and changes nothing else")
 	wantSame(t, mustGet(t, s, b.ID), wantB, "a status change moves ACTIVE to EXPIRED (TTL_EXPIRED) and changes nothing else")
 	wantSame(t, mustGet(t, s, c.ID), c, "a status change changes no other record")
@@ -286,20 +287,20 @@ func testInvalidateNotActive(t *testing.T, s store.Store) {
 	a := record("notactive", blackboard.Beliefs, "a", 1)
 	b := record("notactive", blackboard.Percepts, "b", 2)
 	born := record("notactive", blackboard.Plans, "c", 3)
-	born.Status, born.Reason = blackboard.StatusInvalidated, blackboard.CodePlanMissingBelief
+	born.Status, born.Reason = blackboard.StatusInvalidated, reason.PlanMissingBelief
 	mustAppend(t, s, a, b, born)
-	mustInvalidate(t, s, a.ID, blackboard.StatusInvalidated, blackboard.CodeStaleEvidence)
-	mustInvalidate(t, s, b.ID, blackboard.StatusExpired, blackboard.CodeTTLExpired)
+	mustInvalidate(t, s, a.ID, blackboard.StatusInvalidated, reason.StaleEvidence)
+	mustInvalidate(t, s, b.ID, blackboard.StatusExpired, reason.TTLExpired)
 	before := dump(t, s)
 	for _, id := range []string{a.ID, b.ID, born.ID} {
 		for _, st := range []blackboard.Status{blackboard.StatusInvalidated, blackboard.StatusExpired} {
-			wantErr(t, setStatus(t.Context(), s, id, st, blackboard.CodeSupersededByCommit), store.ErrNotActive,
+			wantErr(t, setStatus(t.Context(), s, id, st, reason.SupersededByCommit), store.ErrNotActive,
 				"Apply refuses a status change of a record that is not ACTIVE ("+id+" to "+st.String()+")")
 		}
 	}
 	unchanged(t, s, before, "a refused status change keeps the first status and reason")
 
-	wantErr(t, setStatus(t.Context(), s, "beliefs:notactive:99", blackboard.StatusInvalidated, blackboard.CodeStaleEvidence),
+	wantErr(t, setStatus(t.Context(), s, "beliefs:notactive:99", blackboard.StatusInvalidated, reason.StaleEvidence),
 		blackboard.ErrNotFound, "a status change of an unknown id")
 	unchanged(t, s, before, "a status change of an unknown id changes nothing")
 }
@@ -311,11 +312,11 @@ func testInvalidateBadInput(t *testing.T, s store.Store) {
 	bad := []struct {
 		name   string
 		status blackboard.Status
-		reason blackboard.Code
+		reason reason.Code
 	}{
-		{"target status ACTIVE", blackboard.StatusActive, blackboard.CodeStaleEvidence},
-		{"zero target status", 0, blackboard.CodeStaleEvidence},
-		{"unknown target status", blackboard.StatusExpired + 1, blackboard.CodeStaleEvidence},
+		{"target status ACTIVE", blackboard.StatusActive, reason.StaleEvidence},
+		{"zero target status", 0, reason.StaleEvidence},
+		{"unknown target status", blackboard.StatusExpired + 1, reason.StaleEvidence},
 		{"empty reason", blackboard.StatusInvalidated, ""},
 		{"empty reason to EXPIRED", blackboard.StatusExpired, ""},
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -78,10 +79,10 @@ func testStateShared(t *testing.T, s store.Store) {
 	}
 	c = wantShared(t, ss, c, map[string]uint64{other: 1}, "appends of an episode constraint, of a persistent belief, of a percept, and a claim count nothing; another namespace's constraint counts only there")
 
-	mustInvalidate(t, s, episode.ID, blackboard.StatusExpired, blackboard.CodeTTLExpired)
-	mustInvalidate(t, s, belief.ID, blackboard.StatusInvalidated, blackboard.CodeStaleEvidence)
+	mustInvalidate(t, s, episode.ID, blackboard.StatusExpired, reason.TTLExpired)
+	mustInvalidate(t, s, belief.ID, blackboard.StatusInvalidated, reason.StaleEvidence)
 	c = wantShared(t, ss, c, nil, "status changes of an episode constraint and of a persistent belief count nothing")
-	mustInvalidate(t, s, d1.ID, blackboard.StatusInvalidated, blackboard.CodeStaleEvidence)
+	mustInvalidate(t, s, d1.ID, blackboard.StatusInvalidated, reason.StaleEvidence)
 	c = wantShared(t, ss, c, map[string]uint64{def: 1}, "a status change of a persistent constraint counts one change")
 
 	// Status changes of two constraints and an append in one namespace,
@@ -90,9 +91,9 @@ func testStateShared(t *testing.T, s store.Store) {
 	err := s.Apply(ctx, store.Batch{
 		Appends: []blackboard.Record{d4},
 		Invalidations: []store.Invalidation{
-			{ID: d2.ID, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeStaleEvidence},
-			{ID: d3.ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired},
-			{ID: a1.ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired},
+			{ID: d2.ID, Status: blackboard.StatusInvalidated, Reason: reason.StaleEvidence},
+			{ID: d3.ID, Status: blackboard.StatusExpired, Reason: reason.TTLExpired},
+			{ID: a1.ID, Status: blackboard.StatusExpired, Reason: reason.TTLExpired},
 		},
 	})
 	if err != nil {
@@ -121,7 +122,7 @@ func testStateShared(t *testing.T, s store.Store) {
 	base := func() store.Batch {
 		return store.Batch{
 			Appends:       []blackboard.Record{d5},
-			Invalidations: []store.Invalidation{{ID: a2.ID, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeStaleEvidence}},
+			Invalidations: []store.Invalidation{{ID: a2.ID, Status: blackboard.StatusInvalidated, Reason: reason.StaleEvidence}},
 			Trace:         "shared-d", TraceLen: 7,
 		}
 	}
@@ -132,9 +133,9 @@ func testStateShared(t *testing.T, s store.Store) {
 	dupKey := base()
 	dupKey.Claims = []store.Claim{{Key: "shared-key", RecordID: d5.ID}}
 	notActive := base()
-	notActive.Invalidations = append(notActive.Invalidations, store.Invalidation{ID: d1.ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired})
+	notActive.Invalidations = append(notActive.Invalidations, store.Invalidation{ID: d1.ID, Status: blackboard.StatusExpired, Reason: reason.TTLExpired})
 	notFound := base()
-	notFound.Invalidations = append(notFound.Invalidations, store.Invalidation{ID: "constraints:shared-d:99", Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired})
+	notFound.Invalidations = append(notFound.Invalidations, store.Invalidation{ID: "constraints:shared-d:99", Status: blackboard.StatusExpired, Reason: reason.TTLExpired})
 	stale := base()
 	stale.State, stale.Version = testState("s"), readState(t, ss, "shared-d").Version+1
 	for _, r := range []struct {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -129,13 +130,13 @@ func testStateCounters(t *testing.T, s store.Store) {
 	wantCounters(t, ss, "a", 5, blackboard.DefaultNamespace, 3, "a batch that appends to two traces counts one change in each")
 	wantCounters(t, ss, "b", 1, blackboard.DefaultNamespace, 1, "a new trace appended with an empty namespace is in the default one")
 
-	mustInvalidate(t, s, a[0].ID, blackboard.StatusInvalidated, blackboard.CodeStaleEvidence)
+	mustInvalidate(t, s, a[0].ID, blackboard.StatusInvalidated, reason.StaleEvidence)
 	wantCounters(t, ss, "a", 5, blackboard.DefaultNamespace, 4, "a status change counts one change and no record")
 
 	// A batch conditioned on trace a that changes a status in trace b.
 	err := s.Apply(ctx, store.Batch{
 		Appends:       []blackboard.Record{a[5]},
-		Invalidations: []store.Invalidation{{ID: b1.ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired}},
+		Invalidations: []store.Invalidation{{ID: b1.ID, Status: blackboard.StatusExpired, Reason: reason.TTLExpired}},
 		Trace:         "a", TraceLen: 5,
 	})
 	if err != nil {
@@ -148,8 +149,8 @@ func testStateCounters(t *testing.T, s store.Store) {
 	err = s.Apply(ctx, store.Batch{
 		Appends: []blackboard.Record{a[6]},
 		Invalidations: []store.Invalidation{
-			{ID: a[1].ID, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeStaleEvidence},
-			{ID: a[2].ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired},
+			{ID: a[1].ID, Status: blackboard.StatusInvalidated, Reason: reason.StaleEvidence},
+			{ID: a[2].ID, Status: blackboard.StatusExpired, Reason: reason.TTLExpired},
 		},
 	})
 	if err != nil {
@@ -214,7 +215,7 @@ func testStateStored(t *testing.T, s store.Store) {
 
 	mustAppend(t, s, r[2])
 	wantStored(t, ss, "st", one, 1, "an append without a state leaves the stored state, behind Version")
-	mustInvalidate(t, s, r[0].ID, blackboard.StatusInvalidated, blackboard.CodeStaleEvidence)
+	mustInvalidate(t, s, r[0].ID, blackboard.StatusInvalidated, reason.StaleEvidence)
 	wantCounters(t, ss, "st", 3, blackboard.DefaultNamespace, 3, "writes without a state count")
 	wantStored(t, ss, "st", one, 1, "a status change without a state leaves the stored state, behind Version")
 
@@ -235,7 +236,7 @@ func testStateStored(t *testing.T, s store.Store) {
 	}
 	err := s.Apply(ctx, store.Batch{
 		Appends:       []blackboard.Record{r[3]},
-		Invalidations: []store.Invalidation{{ID: record("other", blackboard.Percepts, "door", 1).ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired}},
+		Invalidations: []store.Invalidation{{ID: record("other", blackboard.Percepts, "door", 1).ID, Status: blackboard.StatusExpired, Reason: reason.TTLExpired}},
 		Trace:         "st", TraceLen: 3, State: big, Version: readState(t, ss, "st").Version,
 	})
 	if err != nil {
@@ -273,8 +274,8 @@ func testStateRefused(t *testing.T, s store.Store) {
 		return store.Batch{
 			Appends: []blackboard.Record{next, record("refused-other", blackboard.Percepts, "door", 2)},
 			Invalidations: []store.Invalidation{
-				{ID: c.percept.ID, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeStaleEvidence},
-				{ID: other.ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired},
+				{ID: c.percept.ID, Status: blackboard.StatusInvalidated, Reason: reason.StaleEvidence},
+				{ID: other.ID, Status: blackboard.StatusExpired, Reason: reason.TTLExpired},
 			},
 			Trace: "refused", TraceLen: 6, State: testState("second"), Version: readState(t, ss, "refused").Version,
 		}
@@ -288,7 +289,7 @@ func testStateRefused(t *testing.T, s store.Store) {
 	dupKey := base()
 	dupKey.Claims = []store.Claim{{Key: "refused-key", RecordID: next.ID}}
 	notActive := base()
-	notActive.Invalidations = append(notActive.Invalidations, store.Invalidation{ID: c.dead.ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired})
+	notActive.Invalidations = append(notActive.Invalidations, store.Invalidation{ID: c.dead.ID, Status: blackboard.StatusExpired, Reason: reason.TTLExpired})
 	refused := []struct {
 		name  string
 		batch store.Batch

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -109,7 +110,7 @@ func record(trace string, slot blackboard.Slot, kind string, n int) blackboard.R
 			TimestampMS: baseTS + int64(n),
 		},
 		Status:    blackboard.StatusActive,
-		Reason:    blackboard.CodeCommitted,
+		Reason:    reason.Committed,
 		Scope:     blackboard.ScopeEpisode,
 		Namespace: blackboard.DefaultNamespace,
 	}
@@ -125,8 +126,8 @@ func stored(r blackboard.Record) blackboard.Record {
 }
 
 // invalidated returns r as it reads after a status change.
-func invalidated(r blackboard.Record, st blackboard.Status, reason blackboard.Code) blackboard.Record {
-	r.Status, r.Reason = st, reason
+func invalidated(r blackboard.Record, st blackboard.Status, why reason.Code) blackboard.Record {
+	r.Status, r.Reason = st, why
 	return r
 }
 
@@ -137,8 +138,8 @@ func appendOne(ctx context.Context, s store.Store, r blackboard.Record) error {
 
 // setStatus changes the status of record id alone: a status change is a
 // batch with one invalidation.
-func setStatus(ctx context.Context, s store.Store, id string, st blackboard.Status, reason blackboard.Code) error {
-	return s.Apply(ctx, store.Batch{Invalidations: []store.Invalidation{{ID: id, Status: st, Reason: reason}}})
+func setStatus(ctx context.Context, s store.Store, id string, st blackboard.Status, why reason.Code) error {
+	return s.Apply(ctx, store.Batch{Invalidations: []store.Invalidation{{ID: id, Status: st, Reason: why}}})
 }
 
 // mustAppend appends each record in a batch of its own.
@@ -151,10 +152,10 @@ func mustAppend(t *testing.T, s store.Store, recs ...blackboard.Record) {
 	}
 }
 
-func mustInvalidate(t *testing.T, s store.Store, id string, st blackboard.Status, reason blackboard.Code) {
+func mustInvalidate(t *testing.T, s store.Store, id string, st blackboard.Status, why reason.Code) {
 	t.Helper()
-	if err := setStatus(t.Context(), s, id, st, reason); err != nil {
-		t.Fatalf("status change of %s to %s (%s): %v", id, st, reason, err)
+	if err := setStatus(t.Context(), s, id, st, why); err != nil {
+		t.Fatalf("status change of %s to %s (%s): %v", id, st, why, err)
 	}
 }
 

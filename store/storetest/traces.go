@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -41,7 +42,7 @@ func testListTraces(t *testing.T, s store.Store) {
 	b1 := record("b", blackboard.Percepts, "charge", 1)
 	a2 := record("a", blackboard.Percepts, "charge", 2)
 	b3 := record("b", blackboard.Beliefs, "refund_due", 3)
-	b3.Status, b3.Reason = blackboard.StatusInvalidated, blackboard.CodeStaleEvidence
+	b3.Status, b3.Reason = blackboard.StatusInvalidated, reason.StaleEvidence
 	ns4 := record("other-ns", blackboard.Percepts, "charge", 4)
 	ns4.Namespace = "tenant-2"
 	b5 := record("b", blackboard.Actions, "queue_for_review", 5)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -28,7 +29,7 @@ func testInvalidUTF8(t *testing.T, s store.Store) {
 		{"the kind", func(r *blackboard.Record) { r.Kind = badUTF8 }, blackboard.ErrInvalidInput},
 		{"the trace id", func(r *blackboard.Record) { r.Provenance.TraceID = badUTF8 }, blackboard.ErrInvalidInput},
 		{"the writer", func(r *blackboard.Record) { r.Provenance.Writer = badUTF8 }, blackboard.ErrInvalidInput},
-		{"the reason", func(r *blackboard.Record) { r.Reason = blackboard.Code(badUTF8) }, blackboard.ErrInvalidInput},
+		{"the reason", func(r *blackboard.Record) { r.Reason = reason.Code(badUTF8) }, blackboard.ErrInvalidInput},
 		{"the namespace", func(r *blackboard.Record) { r.Namespace = badUTF8 }, blackboard.ErrInvalidInput},
 		{"an input ref", func(r *blackboard.Record) { r.Provenance.InputRefs = []string{good.ID, badUTF8} }, blackboard.ErrInvalidInput},
 		{"an evidence ref", func(r *blackboard.Record) { r.EvidenceRefs = []string{badUTF8} }, blackboard.ErrInvalidInput},

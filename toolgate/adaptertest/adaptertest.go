@@ -16,6 +16,7 @@ import (
 	"github.com/blackboardkernel/bk/internal/reply"
 	"github.com/blackboardkernel/bk/invariant/invarianttest"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -359,7 +360,7 @@ func (f *fixture) ready(t *testing.T, order string) {
 	}
 }
 
-func wantRefused(t *testing.T, r Reply, code blackboard.Code) {
+func wantRefused(t *testing.T, r Reply, code reason.Code) {
 	t.Helper()
 	if !r.IsError || r.Content.Code != code {
 		t.Fatalf("reply %+v, want an error result with code %s", r, code)
@@ -379,9 +380,9 @@ func (f *fixture) wantRuns(t *testing.T, n int) {
 // A refusal is a tool result marked as an error, with the gate's code and
 // hint, never a protocol error.
 func testRefused(t *testing.T, f *fixture) {
-	wantRefused(t, f.call(t, Refund, `{"order_id":"A1","amount":100}`, "c1"), blackboard.CodeNoCommittedBelief)
-	wantRefused(t, f.call(t, Close, `{}`, "c2"), toolgate.CodeToolNotPermitted)
-	wantRefused(t, f.call(t, "no_such_tool", `{}`, "c3"), toolgate.CodeToolUnknown)
+	wantRefused(t, f.call(t, Refund, `{"order_id":"A1","amount":100}`, "c1"), reason.NoCommittedBelief)
+	wantRefused(t, f.call(t, Close, `{}`, "c2"), reason.ToolNotPermitted)
+	wantRefused(t, f.call(t, "no_such_tool", `{}`, "c3"), reason.ToolUnknown)
 	f.wantRuns(t, 0)
 }
 
@@ -396,8 +397,8 @@ func testRunsOnce(t *testing.T, f *fixture) {
 	if n := f.env.Lookups(); n != 1 {
 		t.Fatalf("the lookup ran %d times for one call, want 1", n)
 	}
-	wantRefused(t, f.call(t, Refund, `{"order_id":"A1","amount":100}`, "c2"), blackboard.CodeNoCommittedBelief)
-	wantRefused(t, f.call(t, Refund, `{"order_id":"A1"}`, "c3"), toolgate.CodeInvalidArguments)
+	wantRefused(t, f.call(t, Refund, `{"order_id":"A1","amount":100}`, "c2"), reason.NoCommittedBelief)
+	wantRefused(t, f.call(t, Refund, `{"order_id":"A1"}`, "c3"), reason.InvalidArguments)
 	f.wantRuns(t, 0)
 }
 
@@ -488,7 +489,7 @@ func testTamperedRetry(t *testing.T, f *fixture) {
 		t.Fatalf("refund: %+v", r)
 	}
 	r := f.call(t, Refund, `{"order_id":"B2","amount":90}`, "c1")
-	wantRefused(t, r, toolgate.CodeRetryKeyConflict)
+	wantRefused(t, r, reason.RetryKeyConflict)
 	if r.Content.Output != nil {
 		t.Fatalf("conflicting retry shown the first call's output: %+v", r)
 	}
@@ -501,7 +502,7 @@ func testDuplicate(t *testing.T, f *fixture) {
 	if r := f.call(t, Refund, `{"order_id":"B2","amount":100}`, "c1"); r.IsError {
 		t.Fatalf("refund: %+v", r)
 	}
-	wantRefused(t, f.call(t, Refund, `{"order_id":"B2","amount":50}`, "c2"), blackboard.CodeDuplicateAction)
+	wantRefused(t, f.call(t, Refund, `{"order_id":"B2","amount":50}`, "c2"), reason.DuplicateAction)
 	f.wantRuns(t, 1)
 }
 

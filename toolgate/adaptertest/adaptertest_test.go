@@ -13,6 +13,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/reply"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/toolgate"
 	"github.com/blackboardkernel/bk/toolgate/adaptertest"
 )
@@ -91,7 +92,7 @@ func (d *direct) CallTool(ctx context.Context, name string, args json.RawMessage
 			if res, err = g.Resume(ctx, d.env.TraceID, res.ActionID, args); err != nil {
 				return adaptertest.Reply{}, err
 			}
-			if res.Code == toolgate.CodeEffectUnavailable && d.broken != "resumes without the tool" {
+			if res.Code == reason.EffectUnavailable && d.broken != "resumes without the tool" {
 				// The gate has no effect for the framework's tool: the
 				// call again, under its key, with the tool, runs it.
 				if res, err = g.Call(ctx, c); err != nil {

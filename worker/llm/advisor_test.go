@@ -10,6 +10,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/advisor"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/worker/llm"
 )
 
@@ -32,24 +33,24 @@ func TestVerdicts(t *testing.T) {
 		reply   reply
 		plan    bool
 		propose bool
-		code    blackboard.Code
+		code    reason.Code
 		detail  string
 		errIs   error
 	}{
 		{name: "clean yes", reply: answer(propose), propose: true, detail: "the charge is disputed and concerns this task"},
-		{name: "clean no", reply: answer(decline), code: llm.CodeNoBelief, detail: "not enough information"},
-		{name: "plan no", reply: answer(decline), plan: true, code: llm.CodeNoPlan, detail: "not enough information"},
+		{name: "clean no", reply: answer(decline), code: reason.LLMNoBelief, detail: "not enough information"},
+		{name: "plan no", reply: answer(decline), plan: true, code: reason.LLMNoPlan, detail: "not enough information"},
 		{name: "plan yes", reply: answer(propose), plan: true, propose: true},
 		{name: "think block", reply: answer("<think>The percept is stale; should I say no? {\"propose\": false}</think>\n{\"propose\": true}"), propose: true},
-		{name: "fenced", reply: answer("```json\n{\"propose\": false, \"reason\": \"unclear\"}\n```"), code: llm.CodeNoBelief, detail: "unclear"},
+		{name: "fenced", reply: answer("```json\n{\"propose\": false, \"reason\": \"unclear\"}\n```"), code: reason.LLMNoBelief, detail: "unclear"},
 		{name: "prose around", reply: answer("Let me think. " + propose + " That is my answer."), propose: true},
-		{name: "refusal", reply: answer("I'm sorry, but I can't help with that."), code: llm.CodeError, errIs: advisor.ErrUnparsable},
-		{name: "malformed", reply: answer(`{"propose": yes}`), code: llm.CodeError, errIs: advisor.ErrUnparsable},
-		{name: "propose not a boolean", reply: answer(`{"propose": "true"}`), code: llm.CodeError, errIs: advisor.ErrUnparsable},
-		{name: "no propose", reply: answer(`{"reason": "hmm"}`), code: llm.CodeError, errIs: advisor.ErrUnparsable},
-		{name: "empty content", reply: answer(""), code: llm.CodeError, errIs: advisor.ErrUnparsable},
-		{name: "server error", reply: reply{status: http.StatusInternalServerError}, code: llm.CodeError, errIs: llm.ErrEndpoint},
-		{name: "unauthorized", reply: reply{status: http.StatusUnauthorized}, code: llm.CodeError, errIs: llm.ErrEndpoint},
+		{name: "refusal", reply: answer("I'm sorry, but I can't help with that."), code: reason.LLMError, errIs: advisor.ErrUnparsable},
+		{name: "malformed", reply: answer(`{"propose": yes}`), code: reason.LLMError, errIs: advisor.ErrUnparsable},
+		{name: "propose not a boolean", reply: answer(`{"propose": "true"}`), code: reason.LLMError, errIs: advisor.ErrUnparsable},
+		{name: "no propose", reply: answer(`{"reason": "hmm"}`), code: reason.LLMError, errIs: advisor.ErrUnparsable},
+		{name: "empty content", reply: answer(""), code: reason.LLMError, errIs: advisor.ErrUnparsable},
+		{name: "server error", reply: reply{status: http.StatusInternalServerError}, code: reason.LLMError, errIs: llm.ErrEndpoint},
+		{name: "unauthorized", reply: reply{status: http.StatusUnauthorized}, code: reason.LLMError, errIs: llm.ErrEndpoint},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -96,7 +97,7 @@ func TestDecideReturnsErrorOnlyWhenCancelled(t *testing.T) {
 	// A timeout the client imposes is an endpoint failure, not the caller's.
 	p = planner(t, client(t, f, nil, llm.WithTimeout(10*time.Millisecond), llm.WithRetries(0)))
 	v, err = p.DecideBelief(context.Background(), refundSituation)
-	if err != nil || v.Code != llm.CodeError || !errors.Is(v.Err, llm.ErrEndpoint) {
+	if err != nil || v.Code != reason.LLMError || !errors.Is(v.Err, llm.ErrEndpoint) {
 		t.Fatalf("DecideBelief = %+v, %v; want an LLM_ERROR verdict", v, err)
 	}
 	// The handler returns once the client has gone, if the request reached
@@ -143,15 +144,15 @@ func TestModelSteps(t *testing.T) {
 	cases := []struct {
 		name   string
 		answer string
-		code   blackboard.Code
+		code   reason.Code
 		steps  int
 	}{
 		{"steps", steps, "", 1},
 		{"empty steps", `{"propose": true, "steps": []}`, "", 0},
-		{"no steps", propose, llm.CodeError, 0},
-		{"steps not a list", `{"propose": true, "steps": {"action": "x"}}`, llm.CodeError, 0},
-		{"step not an object", `{"propose": true, "steps": ["issue_refund"]}`, llm.CodeError, 0},
-		{"decline", decline, llm.CodeNoPlan, 0},
+		{"no steps", propose, reason.LLMError, 0},
+		{"steps not a list", `{"propose": true, "steps": {"action": "x"}}`, reason.LLMError, 0},
+		{"step not an object", `{"propose": true, "steps": ["issue_refund"]}`, reason.LLMError, 0},
+		{"decline", decline, reason.LLMNoPlan, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

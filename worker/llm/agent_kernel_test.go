@@ -12,6 +12,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/rules"
 	"github.com/blackboardkernel/bk/toolgate"
 	"github.com/blackboardkernel/bk/worker/llm"
@@ -99,15 +100,15 @@ func (d *refundDesk) Surface(ctx context.Context, _, traceID, _ string) ([]toolg
 	return out, nil
 }
 
-var deskHints = map[blackboard.Code]string{
-	toolgate.CodeInvalidArguments:    `pass a JSON object {"charge_id": string, "amount": number}`,
-	toolgate.CodeToolUnknown:         "call one of get_charge, record_refund_due, issue_refund",
-	blackboard.CodeRuleViolated:      "refund the charge you were shown, at most its amount (see get_charge)",
-	blackboard.CodeDuplicateAction:   "this charge has already been refunded or is awaiting approval; do not retry",
-	blackboard.CodeNoCommittedBelief: "call record_refund_due first",
+var deskHints = map[reason.Code]string{
+	reason.InvalidArguments:  `pass a JSON object {"charge_id": string, "amount": number}`,
+	reason.ToolUnknown:       "call one of get_charge, record_refund_due, issue_refund",
+	reason.RuleViolated:      "refund the charge you were shown, at most its amount (see get_charge)",
+	reason.DuplicateAction:   "this charge has already been refunded or is awaiting approval; do not retry",
+	reason.NoCommittedBelief: "call record_refund_due first",
 }
 
-func refused(code blackboard.Code, root kernel.Cause) toolgate.Result {
+func refused(code reason.Code, root kernel.Cause) toolgate.Result {
 	if root.Code == "" {
 		root.Code = code
 	}
@@ -116,11 +117,11 @@ func refused(code blackboard.Code, root kernel.Cause) toolgate.Result {
 
 func (d *refundDesk) Call(ctx context.Context, c toolgate.Call) (toolgate.Result, error) {
 	if _, known := deskTools[c.Tool]; !known {
-		return refused(toolgate.CodeToolUnknown, kernel.Cause{}), nil
+		return refused(reason.ToolUnknown, kernel.Cause{}), nil
 	}
 	var args map[string]any
 	if err := json.Unmarshal(c.Args, &args); err != nil || args == nil {
-		return refused(toolgate.CodeInvalidArguments, kernel.Cause{}), nil
+		return refused(reason.InvalidArguments, kernel.Cause{}), nil
 	}
 	switch c.Tool {
 	case "get_charge":
@@ -144,7 +145,7 @@ func (d *refundDesk) Call(ctx context.Context, c toolgate.Call) (toolgate.Result
 	id, okID := args["charge_id"].(string)
 	amount, okAmount := args["amount"].(float64)
 	if !okID || !okAmount || len(args) != 2 {
-		return refused(toolgate.CodeInvalidArguments, kernel.Cause{}), nil
+		return refused(reason.InvalidArguments, kernel.Cause{}), nil
 	}
 	dec, err := d.h.Submit(ctx, kernel.Entry{TraceID: c.TraceID, Slot: blackboard.Actions, Kind: "issue_refund",
 		Payload: blackboard.Payload{"charge_id": id, "amount": amount, "requires_beliefs": []string{"refund_due"}}})

@@ -13,6 +13,7 @@ import (
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/toolgate"
 	"github.com/blackboardkernel/bk/worker/llm"
 )
@@ -53,7 +54,7 @@ func TestAgentTokenBudgetStopsBeforeTheModelCall(t *testing.T) {
 			task.Budget, task.TokenEstimate = run, tc.estimate
 			res, err := agent(t, client(t, f, nil), &recGate{}).Run(context.Background(), task)
 			r, ok := refusalOf(err)
-			if !ok || r.Code != budget.CodeBudgetExceeded || r.Resource != budget.Tokens {
+			if !ok || r.Code != reason.BudgetExceeded || r.Resource != budget.Tokens {
 				t.Fatalf("err = %v, want BUDGET_EXCEEDED on tokens", err)
 			}
 			if n := len(f.requests()); n != tc.requests || res.Usage.ModelCalls != tc.requests {
@@ -169,7 +170,7 @@ func TestAttackAgentBudgetComposes(t *testing.T) {
 		switch {
 		case c.Result.Outcome == audit.OutcomeExecuted:
 			ran++
-		case c.Result.Code == budget.CodeBudgetExceeded:
+		case c.Result.Code == reason.BudgetExceeded:
 			refused++
 		}
 	}
@@ -197,11 +198,11 @@ func TestAgentLoopGuardReachesTheModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	codes := []blackboard.Code{}
+	codes := []reason.Code{}
 	for _, c := range res.Calls {
 		codes = append(codes, c.Result.Code)
 	}
-	if len(codes) != 3 || codes[2] != budget.CodeLoopDetected {
+	if len(codes) != 3 || codes[2] != reason.LoopDetected {
 		t.Fatalf("codes %v, want the third LOOP_DETECTED", codes)
 	}
 	reqs := f.requests()
@@ -220,14 +221,14 @@ func gateAnswering(results map[string]toolgate.Result) *recGate {
 		if r, ok := results[c.Tool]; ok {
 			return r, nil
 		}
-		return toolgate.Result{Outcome: audit.OutcomeExecuted, Code: toolgate.CodeEffectSucceeded}, nil
+		return toolgate.Result{Outcome: audit.OutcomeExecuted, Code: reason.EffectSucceeded}, nil
 	}}
 }
 
 // failedWith is an effect failure typed with st.
 func failedWith(st failure.ExecStatus) toolgate.Result {
-	return toolgate.Result{Outcome: audit.OutcomeFailed, Code: toolgate.CodeEffectFailed,
-		RootCause: kernel.Cause{Code: toolgate.CodeEffectFailed, Detail: "x"}, Output: failure.New(st, "x").Payload()}
+	return toolgate.Result{Outcome: audit.OutcomeFailed, Code: reason.EffectFailed,
+		RootCause: kernel.Cause{Code: reason.EffectFailed, Detail: "x"}, Output: failure.New(st, "x").Payload()}
 }
 
 func TestAgentLeaseYieldsOnBlockingFailures(t *testing.T) {
@@ -249,7 +250,7 @@ func TestAgentLeaseYieldsOnBlockingFailures(t *testing.T) {
 				return calling(call("a", "lint", `{}`), call("b", "call_api", `{}`), call("c", "write", `{}`))
 			})
 			g := gateAnswering(map[string]toolgate.Result{
-				"lint":     {Outcome: audit.OutcomeRefused, Code: toolgate.CodeInvalidArguments, Hint: "fix the args"},
+				"lint":     {Outcome: audit.OutcomeRefused, Code: reason.InvalidArguments, Hint: "fix the args"},
 				"call_api": failedWith(st),
 			})
 			task := refundTask
@@ -294,7 +295,7 @@ func TestAgentLeaseContinuesOnSkillFailures(t *testing.T) {
 				if n++; n < 3 {
 					return failedWith(st), nil
 				}
-				return toolgate.Result{Outcome: audit.OutcomeExecuted, Code: toolgate.CodeEffectSucceeded}, nil
+				return toolgate.Result{Outcome: audit.OutcomeExecuted, Code: reason.EffectSucceeded}, nil
 			}}
 			task := refundTask
 			task.Grant = failure.NewGrant(5)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/toolgate"
 	"github.com/blackboardkernel/bk/worker/llm"
 )
@@ -48,7 +49,7 @@ func (g *recGate) Call(_ context.Context, c toolgate.Call) (toolgate.Result, err
 	g.calls = append(g.calls, c)
 	g.mu.Unlock()
 	if g.answer == nil {
-		return toolgate.Result{Outcome: audit.OutcomeExecuted, Code: blackboard.CodeCommitted}, nil
+		return toolgate.Result{Outcome: audit.OutcomeExecuted, Code: reason.Committed}, nil
 	}
 	return g.answer(c)
 }
@@ -153,11 +154,11 @@ func TestAgentHandsEveryCallToTheGate(t *testing.T) {
 		var args map[string]any
 		switch {
 		case c.Tool != "issue_refund" && c.Tool != "get_charge":
-			return toolgate.Result{Outcome: audit.OutcomeRefused, Code: toolgate.CodeToolUnknown, Hint: "call one of the tools you were given"}, nil
+			return toolgate.Result{Outcome: audit.OutcomeRefused, Code: reason.ToolUnknown, Hint: "call one of the tools you were given"}, nil
 		case json.Unmarshal(c.Args, &args) != nil:
-			return toolgate.Result{Outcome: audit.OutcomeRefused, Code: toolgate.CodeInvalidArguments, Hint: "arguments must be a JSON object"}, nil
+			return toolgate.Result{Outcome: audit.OutcomeRefused, Code: reason.InvalidArguments, Hint: "arguments must be a JSON object"}, nil
 		}
-		return toolgate.Result{Outcome: audit.OutcomeExecuted, Code: blackboard.CodeCommitted, Output: blackboard.Payload{"ok": true}}, nil
+		return toolgate.Result{Outcome: audit.OutcomeExecuted, Code: reason.Committed, Output: blackboard.Payload{"ok": true}}, nil
 	}}
 	res, err := agent(t, client(t, f, nil), g).Run(context.Background(), refundTask)
 	if err != nil {
@@ -182,7 +183,7 @@ func TestAgentHandsEveryCallToTheGate(t *testing.T) {
 			t.Errorf("call %d: args %q are not JSON", i, c.Args)
 		}
 	}
-	codes := []blackboard.Code{blackboard.CodeCommitted, toolgate.CodeToolUnknown, toolgate.CodeInvalidArguments, blackboard.CodeCommitted}
+	codes := []reason.Code{reason.Committed, reason.ToolUnknown, reason.InvalidArguments, reason.Committed}
 	for i, r := range res.Calls {
 		if r.Round != 1 || r.Call.ID != want[i].id || r.Result.Code != codes[i] {
 			t.Errorf("result %d = %+v; want round 1, id %s, code %s", i, r, want[i].id, codes[i])
@@ -322,7 +323,7 @@ func TestAgentStopsOnEndpointErrorAndCancellation(t *testing.T) {
 	f = newFake(t, func(int, request) reply { return calling(call("", "get_charge", "{}")) })
 	g := &recGate{answer: func(toolgate.Call) (toolgate.Result, error) {
 		cancel() // the caller gives up while the gate decides
-		return toolgate.Result{Outcome: audit.OutcomeExecuted, Code: blackboard.CodeCommitted}, nil
+		return toolgate.Result{Outcome: audit.OutcomeExecuted, Code: reason.Committed}, nil
 	}}
 	res, err := agent(t, client(t, f, nil), g).Run(ctx, refundTask)
 	if !errors.Is(err, context.Canceled) || len(f.requests()) != 1 || len(res.Calls) != 1 {

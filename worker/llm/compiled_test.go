@@ -11,6 +11,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/pack"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/toolgate"
 	"github.com/blackboardkernel/bk/worker/llm"
 )
@@ -195,8 +196,8 @@ func TestCompiledContextCompresses(t *testing.T) {
 		}
 		mf, _ := rec.Payload["manifest"].(map[string]any)
 		for _, c := range mf["cuts"].([]any) {
-			reason := c.(map[string]any)["reason"]
-			relieved = relieved || reason == "compressed" || reason == "evicted"
+			why := c.(map[string]any)["reason"]
+			relieved = relieved || why == "compressed" || why == "evicted"
 		}
 		if prompt, _ := rec.Payload["prompt"].(string); f.requests()[i].Body.Messages[0].Content != prompt {
 			t.Errorf("round %d: the model was not sent the recorded prompt", i+1)
@@ -254,8 +255,8 @@ func TestAttackCompiledContextReadOnly(t *testing.T) {
 		t.Fatalf("%d calls, want 2", len(res.Calls))
 	}
 	r := res.Calls[1].Result
-	if r.Outcome != audit.OutcomeRefused || r.Code != toolgate.CodeReadOnlyMode {
-		t.Fatalf("the forced refund: %s %s, want refused %s", r.Outcome, r.Code, toolgate.CodeReadOnlyMode)
+	if r.Outcome != audit.OutcomeRefused || r.Code != reason.ReadOnlyMode {
+		t.Fatalf("the forced refund: %s %s, want refused %s", r.Outcome, r.Code, reason.ReadOnlyMode)
 	}
 	found := false
 	for d, err := range audit.List(ctx, g.Kernel().Reader(), audit.Query{TraceID: "t3", Tool: "issue_refund"}) {
@@ -263,8 +264,8 @@ func TestAttackCompiledContextReadOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 		found = true
-		if d.Code != toolgate.CodeReadOnlyMode || d.Context["context"] != res.Contexts[1] {
-			t.Errorf("the refusal's record: %s, context %v, want %s naming %s", d.Code, d.Context["context"], toolgate.CodeReadOnlyMode, res.Contexts[1])
+		if d.Code != reason.ReadOnlyMode || d.Context["context"] != res.Contexts[1] {
+			t.Errorf("the refusal's record: %s, context %v, want %s naming %s", d.Code, d.Context["context"], reason.ReadOnlyMode, res.Contexts[1])
 		}
 	}
 	if !found {

@@ -3,20 +3,6 @@ package llm
 import (
 	"errors"
 	"fmt"
-
-	"github.com/blackboardkernel/bk/internal/advisor"
-)
-
-// Reason codes the planner records when the model, not the kernel, stops an
-// episode. They are stable strings, like the kernel's own codes.
-const (
-	// CodeNoBelief: the model declined to propose the belief.
-	CodeNoBelief = advisor.CodeNoBelief
-	// CodeNoPlan: the model declined to propose the plan.
-	CodeNoPlan = advisor.CodeNoPlan
-	// CodeError: the endpoint failed after its retries, or its answer could
-	// not be read as advice (a [Report]'s Detail says which).
-	CodeError = advisor.CodeError
 )
 
 // Sentinel errors. Errors this package returns wrap one of these, the

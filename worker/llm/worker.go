@@ -10,6 +10,7 @@ import (
 	"github.com/blackboardkernel/bk/internal/advisor"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // Schema is the governed schema of a [Worker] (paper §10.6): every name,
@@ -62,10 +63,10 @@ type Report struct {
 	// [CodeNoBelief], [CodeNoPlan] when the model declined, [CodeError]
 	// when it could not be asked (the endpoint failed after its retries)
 	// or its answer was not advice. A stage not reached has "".
-	Belief, Plan, Action blackboard.Code
+	Belief, Plan, Action reason.Code
 	// Reason is the code recorded on the fallback; "" when the action
 	// committed.
-	Reason blackboard.Code
+	Reason reason.Code
 	// Detail is the model's reason or the failure text behind Reason, when
 	// the model or a refused request stopped the episode: for [CodeError],
 	// the endpoint's error or why the answer could not be read.
@@ -172,7 +173,7 @@ func (w *Worker) Run(ctx context.Context, traceID string) (Report, error) {
 
 // result is what one stage ended with.
 type result struct {
-	code   blackboard.Code
+	code   reason.Code
 	detail string
 	refs   []string          // what a fallback should reference
 	record blackboard.Record // the committed record, when code is OK
@@ -283,16 +284,16 @@ func (w *Worker) fallback(ctx context.Context, traceID string, out Report, r res
 	}
 	// The fallback names the root cause (STALE_EVIDENCE on the percept, not
 	// the NO_COMMITTED_BELIEF it led to), so a reviewer need not dig.
-	reason, refs := r.code, r.refs
+	why, refs := r.code, r.refs
 	if r.root.Code != "" {
-		reason = r.root.Code
+		why = r.root.Code
 		if r.root.Record != "" && !slices.Contains(refs, r.root.Record) {
 			refs = append(slices.Clone(refs), r.root.Record)
 		}
 	}
-	out.Reason, out.Detail = reason, r.detail
+	out.Reason, out.Detail = why, r.detail
 	d, err := w.h.Submit(ctx, kernel.Entry{TraceID: traceID, Slot: blackboard.Actions, Kind: w.schema.Fallback,
-		Payload:   blackboard.Payload{"type": w.schema.Fallback, "reason": string(reason)},
+		Payload:   blackboard.Payload{"type": w.schema.Fallback, "reason": string(why)},
 		InputRefs: refs})
 	if err != nil {
 		return out, err

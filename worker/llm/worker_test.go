@@ -14,6 +14,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/worker/llm"
 )
 
@@ -49,16 +50,16 @@ func (c condition) shouldNotAct() bool {
 }
 
 // beliefCode is what the kernel decides on refund_due.
-func (c condition) beliefCode() blackboard.Code {
+func (c condition) beliefCode() reason.Code {
 	switch {
 	case c.stale || c.dropped:
-		return blackboard.CodeStaleEvidence
+		return reason.StaleEvidence
 	case c.conflict:
-		return blackboard.CodeUnresolvedConflict
+		return reason.UnresolvedConflict
 	case c.lowConf:
-		return blackboard.CodeLowConfidence
+		return reason.LowConfidence
 	}
-	return blackboard.CodeCommitted
+	return reason.Committed
 }
 
 var conditions = []condition{
@@ -140,11 +141,11 @@ func checkChain(t *testing.T, h *kernel.Proposer, out llm.Report) {
 			if rec.Status != blackboard.StatusInvalidated || rec.Reason != out.Reason {
 				t.Errorf("fallback ref %s is %s/%s; want the proposal rejected with %s", id, rec.Status, rec.Reason, out.Reason)
 			}
-		case rec.Slot == blackboard.Percepts && slices.Contains([]blackboard.Code{blackboard.CodeStaleEvidence, blackboard.CodeUnresolvedConflict, blackboard.CodeLowConfidence}, out.Reason):
+		case rec.Slot == blackboard.Percepts && slices.Contains([]reason.Code{reason.StaleEvidence, reason.UnresolvedConflict, reason.LowConfidence}, out.Reason):
 			// the root cause: the percept that failed the evidence checks
 		case rec.Slot == blackboard.Constraints && strings.HasSuffix(string(out.Reason), "_BLOCKED"):
 			// the root cause: the constraint that blocked
-		case strings.HasPrefix(string(out.Reason), "LLM_") || out.Reason == blackboard.CodeInvalidProposal:
+		case strings.HasPrefix(string(out.Reason), "LLM_") || out.Reason == reason.InvalidProposal:
 			// the records the model saw: the charge, or the committed belief
 			if rec.Kind != "charge" && rec.Kind != "refund_due" {
 				t.Errorf("fallback ref %s is a %s; want the charge or the belief", id, rec.Kind)
@@ -162,29 +163,29 @@ type scenario struct {
 	script func(n int, req request) reply
 	client []llm.Option
 	steps  bool // Schema.ModelSteps
-	want   func(c condition) blackboard.Code
+	want   func(c condition) reason.Code
 }
 
 // proposer: the model says yes; only the kernel stops unsafe episodes.
-func proposer(c condition) blackboard.Code {
+func proposer(c condition) reason.Code {
 	switch {
-	case c.beliefCode() != blackboard.CodeCommitted:
+	case c.beliefCode() != reason.Committed:
 		return c.beliefCode()
 	case c.duplicate:
-		return "PLAN_" + blackboard.BlockedCode("no_duplicate_refund")
+		return "PLAN_" + reason.Blocked("no_duplicate_refund")
 	}
 	return ""
 }
 
 // at returns code whatever the condition.
-func at(code blackboard.Code) func(condition) blackboard.Code {
-	return func(condition) blackboard.Code { return code }
+func at(code reason.Code) func(condition) reason.Code {
+	return func(condition) reason.Code { return code }
 }
 
 // afterBelief is code when the belief commits, else the belief's code.
-func afterBelief(code blackboard.Code) func(condition) blackboard.Code {
-	return func(c condition) blackboard.Code {
-		if b := c.beliefCode(); b != blackboard.CodeCommitted {
+func afterBelief(code reason.Code) func(condition) reason.Code {
+	return func(c condition) reason.Code {
+		if b := c.beliefCode(); b != reason.Committed {
 			return b
 		}
 		return code
@@ -212,12 +213,12 @@ var scenarios = []scenario{
 	{name: "orphan think close", script: always("The user asks about a refund. Let me check.</think>" + propose), want: proposer},
 	{name: "fenced JSON", script: always("```json\n" + propose + "\n```"), want: proposer},
 	{name: "prose around JSON", script: always("Sure. Here is my decision: " + propose + "\nLet me know if you need more."), want: proposer},
-	{name: "declines the belief", script: always(decline), want: at(llm.CodeNoBelief)},
-	{name: "declines the plan", script: byStage(propose, decline), want: afterBelief(llm.CodeNoPlan)},
-	{name: "malformed JSON", script: always(`{"propose": tru, "reason": "ok"`), want: at(llm.CodeError)},
-	{name: "malformed plan answer", script: byStage(propose, `{"propose" true}`), want: afterBelief(llm.CodeError)},
-	{name: "refusal", script: always("I'm sorry, but I can't help with that."), want: at(llm.CodeError)},
-	{name: "unterminated think", script: always("<think>I should say " + propose), want: at(llm.CodeError)},
+	{name: "declines the belief", script: always(decline), want: at(reason.LLMNoBelief)},
+	{name: "declines the plan", script: byStage(propose, decline), want: afterBelief(reason.LLMNoPlan)},
+	{name: "malformed JSON", script: always(`{"propose": tru, "reason": "ok"`), want: at(reason.LLMError)},
+	{name: "malformed plan answer", script: byStage(propose, `{"propose" true}`), want: afterBelief(reason.LLMError)},
+	{name: "refusal", script: always("I'm sorry, but I can't help with that."), want: at(reason.LLMError)},
+	{name: "unterminated think", script: always("<think>I should say " + propose), want: at(reason.LLMError)},
 	{name: "429 then success", script: func(n int, _ request) reply {
 		if n%2 == 0 {
 			return reply{status: http.StatusTooManyRequests, header: map[string]string{"Retry-After": "1"}}
@@ -226,19 +227,19 @@ var scenarios = []scenario{
 	}, want: proposer},
 	{name: "500s until retries run out", script: func(int, request) reply {
 		return reply{status: http.StatusInternalServerError, body: `{"error":{"message":"overloaded"}}`}
-	}, client: []llm.Option{llm.WithRetries(2)}, want: at(llm.CodeError)},
+	}, client: []llm.Option{llm.WithRetries(2)}, want: at(reason.LLMError)},
 	{name: "hanging response cut by the timeout", script: func(int, request) reply { return reply{hang: true} },
-		client: []llm.Option{llm.WithTimeout(20 * time.Millisecond), llm.WithRetries(0)}, want: at(llm.CodeError)},
+		client: []llm.Option{llm.WithTimeout(20 * time.Millisecond), llm.WithRetries(0)}, want: at(reason.LLMError)},
 	{name: "bypass: plan steps with empty requires_beliefs (ungoverned)",
 		script: byStage(propose, `{"propose": true, "steps": [{"action": "issue_refund", "requires_beliefs": []}]}`),
-		steps:  true, want: afterBelief(blackboard.CodePlanUngrounded)},
+		steps:  true, want: afterBelief(reason.PlanUngrounded)},
 	{name: "bypass: plan step without is_duplicate (ungoverned)",
 		script: byStage(propose, `{"propose": true, "steps": [{"action": "issue_refund", "requires_beliefs": ["refund_due"]}]}`),
 		steps:  true,
 		// A constraint that cannot read its field fails closed.
-		want: afterBelief("PLAN_" + blackboard.BlockedCode("no_duplicate_refund"))},
+		want: afterBelief("PLAN_" + reason.Blocked("no_duplicate_refund"))},
 	{name: "bypass: empty plan (ungoverned)", script: byStage(propose, `{"propose": true, "steps": []}`),
-		steps: true, want: afterBelief(blackboard.CodeInvalidProposal)},
+		steps: true, want: afterBelief(reason.InvalidProposal)},
 }
 
 // TestEpisodesNeverActUnsafely runs every scripted model behaviour against
@@ -282,13 +283,13 @@ func TestEpisodesNeverActUnsafely(t *testing.T) {
 				}
 				want := sc.want(cond)
 				if want == "" {
-					if !acted || out.Final.Kind != "issue_refund" || out.Action != blackboard.CodeCommitted || out.Reason != "" {
+					if !acted || out.Final.Kind != "issue_refund" || out.Action != reason.Committed || out.Reason != "" {
 						t.Errorf("%s: outcome %+v; want issue_refund committed", cond.name, out)
 					}
 					continue
 				}
 				if acted || out.Final.Kind != kernel.FallbackQueueForReview || out.Reason != want ||
-					out.Final.Payload["reason"] != string(want) || out.Final.Reason != blackboard.CodeCommitted {
+					out.Final.Payload["reason"] != string(want) || out.Final.Reason != reason.Committed {
 					t.Errorf("%s: outcome %+v; want queue_for_review committed with reason %s", cond.name, out, want)
 					continue
 				}
@@ -320,7 +321,7 @@ func TestEpisodeCodesPerStage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Belief != blackboard.CodeCommitted || out.Plan != llm.CodeNoPlan || out.Action != "" || out.Reason != llm.CodeNoPlan ||
+	if out.Belief != reason.Committed || out.Plan != reason.LLMNoPlan || out.Action != "" || out.Reason != reason.LLMNoPlan ||
 		out.Detail != "not enough information" {
 		t.Errorf("outcome %+v; want belief COMMITTED, plan LLM_NO_PLAN, no action", out)
 	}
@@ -334,7 +335,7 @@ func TestEpisodeCodesPerStage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Belief != blackboard.CodeStaleEvidence || out.Plan != "" || out.Reason != blackboard.CodeStaleEvidence {
+	if out.Belief != reason.StaleEvidence || out.Plan != "" || out.Reason != reason.StaleEvidence {
 		t.Errorf("outcome %+v; want the episode to stop at the belief", out)
 	}
 }

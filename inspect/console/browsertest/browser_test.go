@@ -26,6 +26,7 @@ import (
 	"github.com/blackboardkernel/bk/inspect/console"
 	"github.com/blackboardkernel/bk/internal/inspect"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -119,7 +120,7 @@ func newDesk(t *testing.T, s store.Store) *desk {
 
 // refund has the model look order up in trace and ask for a 700 refund
 // of it for reason, which waits for approval; it returns the action.
-func (d *desk) refund(t *testing.T, trace, order, reason string) string {
+func (d *desk) refund(t *testing.T, trace, order, why string) string {
 	t.Helper()
 	ctx := context.Background()
 	call := func(tool string, args map[string]any) toolgate.Result {
@@ -135,7 +136,7 @@ func (d *desk) refund(t *testing.T, trace, order, reason string) string {
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if res := call("issue_refund", map[string]any{"order_id": order, "amount": 700, "reason": reason}); res.Outcome != audit.OutcomePendingApproval {
+	if res := call("issue_refund", map[string]any{"order_id": order, "amount": 700, "reason": why}); res.Outcome != audit.OutcomePendingApproval {
 		t.Fatalf("%s refund: %+v", trace, res)
 	}
 	pending, err := d.g.Pending(ctx, trace)
@@ -564,7 +565,7 @@ func TestBrowser(t *testing.T) {
 			t.Fatalf("deny: %d\n%s", code, text)
 		}
 		res, err := d.g.Execute(ctx, denyMe)
-		if err != nil || res.Code != toolgate.CodeApprovalDenied {
+		if err != nil || res.Code != reason.ApprovalDenied {
 			t.Fatal(res, err)
 		}
 		d.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 // Text is a record's columns as a SQL store keeps them: the enums by name
@@ -32,6 +33,6 @@ func Decode(c Text, r *blackboard.Record) error {
 			return fmt.Errorf("corrupt column %s: %v", f.name, f.err)
 		}
 	}
-	r.Reason = blackboard.Code(c.Reason)
+	r.Reason = reason.Code(c.Reason)
 	return nil
 }

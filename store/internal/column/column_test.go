@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/reason"
 )
 
 func TestDecode(t *testing.T) {
@@ -14,7 +15,7 @@ func TestDecode(t *testing.T) {
 		t.Fatal(err)
 	}
 	if r.Slot != blackboard.Actions || r.Mode != blackboard.ModeCommit || r.Provenance.Role != blackboard.RoleKernel ||
-		r.Status != blackboard.StatusActive || r.Scope != blackboard.ScopeEpisode || r.Reason != blackboard.CodeCommitted || r.Payload["a"] != 1.0 {
+		r.Status != blackboard.StatusActive || r.Scope != blackboard.ScopeEpisode || r.Reason != reason.Committed || r.Payload["a"] != 1.0 {
 		t.Errorf("decoded %+v", r)
 	}
 	for column, bad := range map[string]Text{
