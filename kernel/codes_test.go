@@ -381,11 +381,11 @@ func TestCodes(t *testing.T) {
 	}
 }
 
-// declaredCodes reads every Code("...") constant from blackboard/code.go, so that a
+// declaredCodes reads every Code("...") constant from reason/kernel.go, so that a
 // code added there without a case here fails TestCodes.
 func declaredCodes(t *testing.T) []reason.Code {
 	t.Helper()
-	file, err := parser.ParseFile(token.NewFileSet(), "../blackboard/code.go", nil, 0)
+	file, err := parser.ParseFile(token.NewFileSet(), "../reason/kernel.go", nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +407,7 @@ func declaredCodes(t *testing.T) []reason.Code {
 		return true
 	})
 	if len(out) < 20 {
-		t.Fatalf("found only %d codes in blackboard/code.go", len(out))
+		t.Fatalf("found only %d codes in reason/kernel.go", len(out))
 	}
 	return out
 }

@@ -6,11 +6,11 @@ import (
 	"github.com/blackboardkernel/bk/reason"
 )
 
-// kernelCodes are the codes blackboard/code.go declares. A reason that merely
+// kernelCodes are the codes reason/kernel.go declares. A reason that merely
 // looks like a code (upper case, digits, '_') proves nothing; a reason
 // counts for failure transparency only if it is registered here, among
 // the task's constraint codes or among the declines. TestKernelCodesRegistered
-// reads blackboard/code.go and fails when a constant is missing here.
+// reads reason/kernel.go and fails when a constant is missing here.
 var kernelCodes = []reason.Code{
 	reason.Committed,
 	reason.MissingEvidence, reason.StaleEvidence, reason.UnresolvedConflict,

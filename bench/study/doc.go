@@ -57,7 +57,7 @@
 // → plan/belief → evidence artifact → percept can be rebuilt by following
 // the ids the kernel recorded. Failure transparency is 1 when an agent
 // acted correctly, or did not act and its fallback names a registered code
-// (blackboard/code.go's, the task's constraint codes, worker/llm's declines)
+// (reason/kernel.go's, the task's constraint codes, worker/llm's declines)
 // that the episode's records bear out. The glue agents record no ids and
 // no codes.
 //

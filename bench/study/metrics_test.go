@@ -75,11 +75,11 @@ func TestMetricsJSON(t *testing.T) {
 	}
 }
 
-// The registry holds every code blackboard/code.go declares, so that a code
+// The registry holds every code reason/kernel.go declares, so that a code
 // the kernel adds cannot go unregistered (and a fallback naming it count
 // as unexplained) without this test saying so.
 func TestKernelCodesRegistered(t *testing.T) {
-	f, err := parser.ParseFile(token.NewFileSet(), "../../blackboard/code.go", nil, 0)
+	f, err := parser.ParseFile(token.NewFileSet(), "../../reason/kernel.go", nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,16 +102,16 @@ func TestKernelCodesRegistered(t *testing.T) {
 		return true
 	})
 	if len(declared) < 20 {
-		t.Fatalf("found only %d codes in blackboard/code.go: %v", len(declared), declared)
+		t.Fatalf("found only %d codes in reason/kernel.go: %v", len(declared), declared)
 	}
 	for _, c := range declared {
 		if !slices.Contains(kernelCodes, c) {
-			t.Errorf("blackboard/code.go declares %s; add it to kernelCodes", c)
+			t.Errorf("reason/kernel.go declares %s; add it to kernelCodes", c)
 		}
 	}
 	for _, c := range kernelCodes {
 		if !slices.Contains(declared, c) {
-			t.Errorf("kernelCodes lists %s, which blackboard/code.go does not declare", c)
+			t.Errorf("kernelCodes lists %s, which reason/kernel.go does not declare", c)
 		}
 	}
 }
