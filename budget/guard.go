@@ -161,7 +161,7 @@ func (g *Guard) listSince() string {
 	return "calls made in them: " + strings.Join(parts, ", ")
 }
 
-// Pressure is the guard's loop pressure, in [0, 1], for [Inputs.Loop]:
+// Pressure is the guard's loop pressure, in [0, 1], for [State.Loop]:
 // the highest of the repeat pressure, the highest over calls of (times
 // seen − 1) / (identical calls allowed), which is 1 once a call has been
 // refused, and of the current run of idle rounds over the idle rounds

@@ -13,6 +13,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/failure"
+	"github.com/blackboardkernel/bk/internal/pressure"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/reason"
 )
@@ -138,7 +139,7 @@ func (rt *runner) beginRound(ctx context.Context, round int) error {
 	return nil
 }
 
-// measure computes the functional state now: budget.Measure over the
+// measure computes the functional state now: pressure.Measure over the
 // trace's records, the run's budget snapshot and the guards. The budget
 // pressure is the highest of the run's and its lanes' (a lane's spent
 // budget is pressure on the run); the loop pressure folds in the lanes'
@@ -148,7 +149,7 @@ func (rt *runner) measure(ctx context.Context, round int) (budget.State, error) 
 	if err != nil {
 		return budget.State{}, err
 	}
-	in := budget.Inputs{Loop: rt.loopPressure(), Trace: recs, Now: rt.now(), Risk: rt.rc.risk}
+	in := pressure.Inputs{Loop: rt.loopPressure(), Trace: recs, Now: rt.now(), Risk: rt.rc.risk}
 	if rt.run != nil {
 		in.Budget = rt.run.Snapshot()
 	}
@@ -157,7 +158,7 @@ func (rt *runner) measure(ctx context.Context, round int) (budget.State, error) 
 			in.Budget.Budget = max(in.Budget.Budget, ls.run.Snapshot().Budget)
 		}
 	}
-	s := budget.Measure(in)
+	s := pressure.Measure(in)
 	s.Round = int64(round)
 	return s, nil
 }
