@@ -88,8 +88,8 @@
 //     argument digest ([Digest]) may run maxIdentical times (default 2:
 //     the call and one retry); the next identical call is refused.
 //   - [Guard.Round], after a round: maxIdleRounds (default 2) consecutive
-//     rounds without progress ([Progressed] compares two views) stop the
-//     loop, and the refusal lists the calls made in those rounds.
+//     rounds without progress (no kind committed, retracted or changed)
+//     stop the loop, and the refusal lists the calls made in those rounds.
 //
 // # Functional state
 //

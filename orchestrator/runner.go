@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -172,7 +173,7 @@ func (rt *runner) endRound(ctx context.Context, round int) error {
 	if err := rt.refresh(rt.order[0].handle); err != nil {
 		return err
 	}
-	if err := rt.guard.Round(budget.Progressed(rt.before, rt.res.View)); err != nil {
+	if err := rt.guard.Round(progressed(rt.before, rt.res.View)); err != nil {
 		return rt.stopLimit(ctx, "", round, err)
 	}
 	return nil
@@ -560,4 +561,30 @@ func clipMessage(s string) string {
 		cut--
 	}
 	return strings.ToValidUTF8(s[:cut], "") + "…"
+}
+
+// progressed reports whether the committed state changed between two
+// views of a trace: a kind committed, retracted, or its payload changed.
+// Pending proposals do not count: a proposal only changes the blackboard
+// once the kernel commits it.
+func progressed(before, after kernel.View) bool {
+	count := func(v kernel.View) int {
+		n := 0
+		for _, kinds := range v.Committed {
+			n += len(kinds)
+		}
+		return n
+	}
+	if count(before) != count(after) {
+		return true
+	}
+	for slot, kinds := range after.Committed {
+		for kind, p := range kinds {
+			q, ok := before.Committed[slot][kind]
+			if !ok || !reflect.DeepEqual(p, q) {
+				return true
+			}
+		}
+	}
+	return false
 }
