@@ -99,8 +99,9 @@
 // [State]: five pressures and the escalation propensity, each in [0, 1]
 // (orchestrator.StepContext.State, orchestrator.Summary.States). The
 // measure is a pure function of copies, so it changes nothing, and no code
-// reads a State to change a limit or a policy. soft is the run's soft threshold; ramp(x) is 0 up to
-// soft, then (x − soft)/(1 − soft), and 1 from x = 1.
+// reads a State to change a limit or a policy. soft is the run's soft
+// threshold; ramp(x) is 0 up to soft, then (x − soft)/(1 − soft), and 1
+// from x = 1.
 //
 //	signal                 formula                                                  rises when
 //	budget_pressure        max over limited resources, here and in every ancestor,  a budget passes its soft
