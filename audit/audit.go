@@ -19,8 +19,9 @@ import (
 const (
 	// Kind is the evidence kind of a decision record.
 	Kind = "decision_record"
-	// Version is the version of [Entry]'s shape.
-	Version = 1
+	// version is the version of [Entry]'s shape, which the encoder
+	// writes in Entry.Version.
+	version = 1
 )
 
 // Outcome says what a governed call came to: what the gate answers a
@@ -45,6 +46,8 @@ const (
 // RecordID come from the evidence record that holds it when it is decoded
 // ([Of]); the encoder stores only TraceID's record in that trace.
 type Entry struct {
+	// Version is the version of the entry's shape (1), set by the encoder:
+	// a reader can tell a later shape from this one.
 	Version int `json:"version"`
 	// ID is the decision's id; RecordID the evidence record holding it.
 	ID        string `json:"decision_id,omitempty"`
@@ -125,7 +128,7 @@ func (r Entry) Follow() (kernel.Follow, error) {
 		return kernel.Follow{}, fmt.Errorf("%w: audit: a decision record needs a kind, an outcome and a code", blackboard.ErrInvalidInput)
 	}
 	traceID := r.TraceID
-	r.Version = Version
+	r.Version = version
 	// The holding record says these: they are not stored twice.
 	r.TraceID, r.Namespace, r.TimeMS, r.RecordID = "", "", 0, ""
 	payload, err := r.payload()
@@ -154,7 +157,7 @@ func Append(ctx context.Context, g *kernel.Governor, r Entry) (Entry, error) {
 		return Entry{}, err
 	}
 	// What Of would decode, without decoding it.
-	r.Version, r.RecordID, r.TraceID, r.Namespace, r.TimeMS = Version, rec.ID, rec.Provenance.TraceID, rec.Namespace, rec.Provenance.TimestampMS
+	r.Version, r.RecordID, r.TraceID, r.Namespace, r.TimeMS = version, rec.ID, rec.Provenance.TraceID, rec.Namespace, rec.Provenance.TimestampMS
 	if r.ID == "" {
 		r.ID = "decision:" + rec.ID
 	}
@@ -371,13 +374,13 @@ func interned(s string) any {
 	return v
 }
 
-// versionBoxed is [Version] as a payload holds it, boxed once.
-var versionBoxed any = float64(Version)
+// versionBoxed is version as a payload holds it, boxed once.
+var versionBoxed any = float64(version)
 
 // versionValue is a version as a payload holds it: a float64, boxed
-// without an allocation when it is [Version] (every record written).
+// without an allocation when it is version (every record written).
 func versionValue(v int) any {
-	if v == Version {
+	if v == version {
 		return versionBoxed
 	}
 	return float64(v)

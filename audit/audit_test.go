@@ -34,7 +34,7 @@ func TestOfAcceptsOnlyTheKernelsRecords(t *testing.T) {
 		Namespace: "shop", Provenance: blackboard.Provenance{Role: blackboard.RoleKernel, Writer: "kernel", TraceID: "t", TimestampMS: 42}}
 	d, ok := audit.Of(rec)
 	if !ok || d.ID != "decision:evidence:t:4" || d.RecordID != rec.ID || d.TraceID != "t" || d.Namespace != "shop" || d.TimeMS != 42 ||
-		d.Version != audit.Version || d.Outcome != audit.OutcomePendingApproval || d.Context["tool"] != "issue_refund" {
+		d.Version != 1 || d.Outcome != audit.OutcomePendingApproval || d.Context["tool"] != "issue_refund" {
 		t.Errorf("decoded %+v %v", d, ok)
 	}
 	for _, bad := range []func(*blackboard.Record){

@@ -3,8 +3,9 @@
 //
 // A model will not count its own calls reliably, so the runtime counts for
 // it, and refuses before spending rather than reporting after. Three parts:
-// a [Run] holds the run's budgets, a [Guard] catches loops, and [Measure]
-// turns both, with the trace, into a [State] of pressures.
+// a [Run] holds the run's budgets, a [Guard] catches loops, and the
+// orchestrator turns both, with the trace, into a [State] of pressures
+// each round.
 //
 // # Budgets
 //
@@ -87,18 +88,20 @@
 //     argument digest ([Digest]) may run maxIdentical times (default 2:
 //     the call and one retry); the next identical call is refused.
 //   - [Guard.Round], after a round: maxIdleRounds (default 2) consecutive
-//     rounds without progress ([Progressed] compares two views) stop the
-//     loop, and the refusal lists the calls made in those rounds.
+//     rounds without progress (no kind committed, retracted or changed)
+//     stop the loop, and the refusal lists the calls made in those rounds.
 //
 // # Functional state
 //
-// [Measure] reads a budget [Snapshot], a guard's [Guard.Pressure] and the
-// trace's records (decisions, rejections and approvals are records; a
-// [kernel.View] does not hold them) and returns a [State]: five pressures
-// and the escalation propensity, each in [0, 1]. It is a pure function of
-// copies, so it changes nothing, and no code here reads a State to change
-// a limit or a policy. soft is the run's soft threshold; ramp(x) is 0 up to
-// soft, then (x − soft)/(1 − soft), and 1 from x = 1.
+// The orchestrator measures, each round, the run's budget [Snapshot], its
+// guards' [Guard.Pressure] and the trace's records (decisions, rejections
+// and approvals are records; a [kernel.View] does not hold them) into a
+// [State]: five pressures and the escalation propensity, each in [0, 1]
+// (orchestrator.StepContext.State, orchestrator.Summary.States). The
+// measure is a pure function of copies, so it changes nothing, and no code
+// reads a State to change a limit or a policy. soft is the run's soft
+// threshold; ramp(x) is 0 up to soft, then (x − soft)/(1 − soft), and 1
+// from x = 1.
 //
 //	signal                 formula                                                  rises when
 //	budget_pressure        max over limited resources, here and in every ancestor,  a budget passes its soft
@@ -151,7 +154,7 @@
 //
 // The orchestrator calls Allow(Rounds, 1) before each round, [Run.NextTurn]
 // between turns, Allow(Replans, 1) before asking for a new plan, and
-// [Guard.Round] after each round; it records [Measure]'s State with the
+// [Guard.Round] after each round; it records the measured State with the
 // round's result (under "functional_state"). Sub-agent lanes get
 // [Run.Sub] and a guard of their own.
 //

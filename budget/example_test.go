@@ -48,8 +48,7 @@ func Example() {
 
 	s := run.Snapshot()
 	fmt.Printf("tool calls %v of %v, pressure %.1f\n", s.Used[budget.ToolCalls], s.Limits[budget.ToolCalls], s.Budget)
-	state := budget.Measure(budget.Inputs{Budget: s, Loop: guard.Pressure()})
-	fmt.Printf("budget %.2f loop %.2f escalation %.2f\n", state.Budget, state.Loop, state.Escalation)
+	fmt.Printf("loop pressure %.2f\n", guard.Pressure())
 	// Output:
 	// search runs
 	// search runs
@@ -58,7 +57,7 @@ func Example() {
 	// fetch runs
 	// fetch refused: BUDGET_EXCEEDED (no tool calls are left in this run: answer from the results already gathered)
 	// tool calls 4 of 4, pressure 1.0
-	// budget 1.00 loop 1.00 escalation 0.70
+	// loop pressure 1.00
 }
 
 // A sub-agent lane draws on its parent's budget and cannot outspend it.

@@ -6,13 +6,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/blackboardkernel/bk/canon"
-	"github.com/blackboardkernel/bk/kernel"
 )
 
 // The guard's defaults.
@@ -120,7 +118,7 @@ func (g *Guard) Call(tool, digest string) error {
 }
 
 // Round is told, at the end of each round, whether the round made
-// progress (see [Progressed]). After as many consecutive rounds without
+// progress (a kind committed, retracted or changed). After as many consecutive rounds without
 // progress as the guard allows, it returns a [*Refusal] (trigger
 // no_progress) naming the tool calls made in those rounds, and keeps
 // returning it until a round makes progress. A round spent waiting for an
@@ -161,7 +159,7 @@ func (g *Guard) listSince() string {
 	return "calls made in them: " + strings.Join(parts, ", ")
 }
 
-// Pressure is the guard's loop pressure, in [0, 1], for [Inputs.Loop]:
+// Pressure is the guard's loop pressure, in [0, 1], for [State.Loop]:
 // the highest of the repeat pressure, the highest over calls of (times
 // seen − 1) / (identical calls allowed), which is 1 once a call has been
 // refused, and of the current run of idle rounds over the idle rounds
@@ -197,32 +195,6 @@ func Digest(args json.RawMessage) (string, error) {
 		return "", fmt.Errorf("%w: tool arguments: %w", ErrInvalid, err)
 	}
 	return d, nil
-}
-
-// Progressed reports whether the committed state changed between two
-// views of a trace: a kind committed, retracted, or its payload changed.
-// Pending proposals do not count: a proposal only changes the blackboard
-// once the kernel commits it.
-func Progressed(before, after kernel.View) bool {
-	count := func(v kernel.View) int {
-		n := 0
-		for _, kinds := range v.Committed {
-			n += len(kinds)
-		}
-		return n
-	}
-	if count(before) != count(after) {
-		return true
-	}
-	for slot, kinds := range after.Committed {
-		for kind, p := range kinds {
-			q, ok := before.Committed[slot][kind]
-			if !ok || !reflect.DeepEqual(p, q) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // times writes a count of calls in words.

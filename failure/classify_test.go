@@ -153,7 +153,7 @@ func TestClassifyConnectionRefused(t *testing.T) {
 	}
 }
 
-// The LLM client's *llm.EndpointError reports its status through
+// The LLM client's endpoint error reports its status through
 // HTTPStatus, so its HTTP failures are typed by the status, exactly; a 2xx
 // answer that is not a chat completion has no failing status and is read
 // by the legacy matcher; its timeouts are typed by the deadline it wraps.
@@ -178,9 +178,9 @@ func TestClassifyLLMClientErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = c.Chat(context.Background(), "", "hi")
-		var ee *llm.EndpointError
-		if !errors.As(err, &ee) {
-			t.Fatalf("%d: %v is not an EndpointError", tc.code, err)
+		var ee interface{ HTTPStatus() int }
+		if !errors.As(err, &ee) || !errors.Is(err, llm.ErrEndpoint) {
+			t.Fatalf("%d: %v is no endpoint error with a status", tc.code, err)
 		}
 		f := failure.Classify(err)
 		if f.Category() != tc.category || f.Legacy() != (tc.code < 400) {

@@ -89,7 +89,7 @@ func TestDecisionRecords(t *testing.T) {
 		}
 		r0, r1, r2, r3 := all[0], all[1], all[2], all[3]
 		if r0.Outcome != audit.OutcomeRefused || r0.Code != refused.Code || r0.ID != refused.ID || r0.Subject != refused.ProposalID ||
-			r0.Version != audit.Version || r0.Context["call_id"] != "call_1" || r0.Detail != refused.Detail || r0.TraceID != "t" ||
+			r0.Version != 1 || r0.Context["call_id"] != "call_1" || r0.Detail != refused.Detail || r0.TraceID != "t" ||
 			r0.Namespace != a.k.Namespace() || r0.TimeMS == 0 {
 			t.Errorf("refusal record %+v (decision %+v)", r0, refused)
 		}

@@ -60,10 +60,11 @@
 //     progress end the run with [EndLoopDetected]. Each lane gets a
 //     guard of its own for its tool calls ([StepContext.Guard]).
 //   - Functional state. At the start of each round the runtime measures
-//     budget.Measure from the trace's records, the run's budget and the
-//     guards, records it in [Summary.States] and shows it to the round's
-//     workers ([StepContext.State]); a stop records the state it was
-//     taken in ([Stop.State]). Its budget pressure is the highest of the
+//     a [budget.State] from the trace's records, the run's budget and the
+//     guards (the formulas are package budget's), records it in
+//     [Summary.States] and shows it to the round's workers
+//     ([StepContext.State]); a stop records the state it was taken in
+//     ([Stop.State]). Its budget pressure is the highest of the
 //     run's and its lanes'. Nothing reads it to decide anything.
 //   - Grants. Each step is granted a failure.Grant of [Lane.Turns] turns
 //     (1 by default, [StepContext.Grant]); the trajectory the worker

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/failure"
+	"github.com/blackboardkernel/bk/internal/pressure"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/reason"
 )
@@ -138,7 +140,7 @@ func (rt *runner) beginRound(ctx context.Context, round int) error {
 	return nil
 }
 
-// measure computes the functional state now: budget.Measure over the
+// measure computes the functional state now: pressure.Measure over the
 // trace's records, the run's budget snapshot and the guards. The budget
 // pressure is the highest of the run's and its lanes' (a lane's spent
 // budget is pressure on the run); the loop pressure folds in the lanes'
@@ -148,7 +150,7 @@ func (rt *runner) measure(ctx context.Context, round int) (budget.State, error) 
 	if err != nil {
 		return budget.State{}, err
 	}
-	in := budget.Inputs{Loop: rt.loopPressure(), Trace: recs, Now: rt.now(), Risk: rt.rc.risk}
+	in := pressure.Inputs{Loop: rt.loopPressure(), Trace: recs, Now: rt.now(), Risk: rt.rc.risk}
 	if rt.run != nil {
 		in.Budget = rt.run.Snapshot()
 	}
@@ -157,7 +159,7 @@ func (rt *runner) measure(ctx context.Context, round int) (budget.State, error) 
 			in.Budget.Budget = max(in.Budget.Budget, ls.run.Snapshot().Budget)
 		}
 	}
-	s := budget.Measure(in)
+	s := pressure.Measure(in)
 	s.Round = int64(round)
 	return s, nil
 }
@@ -171,7 +173,7 @@ func (rt *runner) endRound(ctx context.Context, round int) error {
 	if err := rt.refresh(rt.order[0].handle); err != nil {
 		return err
 	}
-	if err := rt.guard.Round(budget.Progressed(rt.before, rt.res.View)); err != nil {
+	if err := rt.guard.Round(progressed(rt.before, rt.res.View)); err != nil {
 		return rt.stopLimit(ctx, "", round, err)
 	}
 	return nil
@@ -559,4 +561,30 @@ func clipMessage(s string) string {
 		cut--
 	}
 	return strings.ToValidUTF8(s[:cut], "") + "…"
+}
+
+// progressed reports whether the committed state changed between two
+// views of a trace: a kind committed, retracted, or its payload changed.
+// Pending proposals do not count: a proposal only changes the blackboard
+// once the kernel commits it.
+func progressed(before, after kernel.View) bool {
+	count := func(v kernel.View) int {
+		n := 0
+		for _, kinds := range v.Committed {
+			n += len(kinds)
+		}
+		return n
+	}
+	if count(before) != count(after) {
+		return true
+	}
+	for slot, kinds := range after.Committed {
+		for kind, p := range kinds {
+			q, ok := before.Committed[slot][kind]
+			if !ok || !reflect.DeepEqual(p, q) {
+				return true
+			}
+		}
+	}
+	return false
 }

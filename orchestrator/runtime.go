@@ -228,7 +228,7 @@ func WithKernel(k *kernel.Kernel) Option { return func(c *config) { c.rt.k = k }
 
 // WithRisk sets the risk class of the runs' intents, in [0, 1], which
 // amplifies the escalation propensity of the functional state
-// (budget.Inputs.Risk).
+// ([budget.State.Escalation]).
 func WithRisk(r float64) Option { return func(c *config) { c.rt.risk = r } }
 
 // WithWait sets how the orchestrator waits before a backoff or a

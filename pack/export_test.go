@@ -1,5 +1,12 @@
 package pack
 
+import (
+	"context"
+
+	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/toolgate"
+)
+
 // Names the package's external tests use, kept unexported in the package.
 const FlagConflicted = flagConflicted
 const FlagStale = flagStale
@@ -32,3 +39,11 @@ func (m Manifest) Cuts() []Cut              { return m.cuts }
 
 // Payload is the payload p's record holds.
 func Payload(p *Pack) (map[string]any, error) { return p.payload() }
+
+// GovernWith is Govern on a fake gate's governance.
+func GovernWith(ctx context.Context, g interface {
+	Controls(ctx context.Context, traceID string) (toolgate.Controls, error)
+	Policy() audit.Policy
+}, run *Run, in *Input) error {
+	return govern(ctx, g, run, in)
+}

@@ -12,10 +12,11 @@ import (
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
-// Governance is what a compiled context reads of the tool gate: a trace's run
-// controls and the gate's policy snapshot with its hash (as decision
-// records name it). A *toolgate.Gate is one.
-type Governance interface {
+// governance is what a compiled context reads of the tool gate: a trace's
+// run controls and the gate's policy snapshot with its hash (as decision
+// records name it). *toolgate.Gate is the one implementation; the
+// interface lets the tests give the governance as data.
+type governance interface {
 	Controls(ctx context.Context, traceID string) (toolgate.Controls, error)
 	Policy() audit.Policy
 }
@@ -39,7 +40,15 @@ type Governance interface {
 // replaced. It fails with the gate's error when the controls cannot be
 // read, and with [ErrInvalid] for a nil gate, no trace or a policy snapshot
 // that does not decode.
-func Govern(ctx context.Context, g Governance, run *Run, in *Input) error {
+func Govern(ctx context.Context, g *toolgate.Gate, run *Run, in *Input) error {
+	if g == nil {
+		return newErr("govern", "", ErrInvalid, "nil gate, run or input")
+	}
+	return govern(ctx, g, run, in)
+}
+
+// govern is [Govern] on any governance.
+func govern(ctx context.Context, g governance, run *Run, in *Input) error {
 	if g == nil || run == nil || in == nil {
 		return newErr("govern", "", ErrInvalid, "nil gate, run or input")
 	}

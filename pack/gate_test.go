@@ -55,7 +55,7 @@ func TestGovern(t *testing.T) {
 	g := fakeGate{ctl: toolgate.Controls{Safety: toolgate.SafetyNormal, Prohibited: []string{"lookup_order"}}, pol: deskPolicy()}
 	r, in := run(), pack.Input{Mission: "Refund late orders.", Tools: deskTools(), Policy: pack.PolicySummary{Rules: []string{"the caller's own"}}}
 	r.Mode = ""
-	if err := pack.Govern(context.Background(), g, &r, &in); err != nil {
+	if err := pack.GovernWith(context.Background(), g, &r, &in); err != nil {
 		t.Fatal(err)
 	}
 	if r.Mode != toolgate.SafetyNormal || in.Policy.Hash != g.pol.Encode().Hash {
@@ -90,7 +90,7 @@ func TestAttackReadOnlyToolShown(t *testing.T) {
 	k := desk(t, clk)
 	g := fakeGate{ctl: toolgate.Controls{Safety: toolgate.SafetyReadOnly}, pol: deskPolicy()}
 	r, in := run(), pack.Input{Mission: "Refund late orders.", Tools: deskTools()}
-	if err := pack.Govern(context.Background(), g, &r, &in); err != nil {
+	if err := pack.GovernWith(context.Background(), g, &r, &in); err != nil {
 		t.Fatal(err)
 	}
 	p, err := compiler(t, clk).Compile(context.Background(), k.Reader(), r, in)
@@ -118,14 +118,14 @@ func TestAttackReadOnlyToolShown(t *testing.T) {
 func TestGovernErrors(t *testing.T) {
 	boom := errors.New("store down")
 	r, in := run(), pack.Input{Mission: "m"}
-	if err := pack.Govern(context.Background(), fakeGate{err: boom}, &r, &in); !errors.Is(err, boom) {
+	if err := pack.GovernWith(context.Background(), fakeGate{err: boom}, &r, &in); !errors.Is(err, boom) {
 		t.Errorf("controls error: %v", err)
 	}
 	if err := pack.Govern(context.Background(), nil, &r, &in); !errors.Is(err, pack.ErrInvalid) {
 		t.Errorf("nil gate: %v", err)
 	}
 	r.TraceID = ""
-	if err := pack.Govern(context.Background(), fakeGate{pol: deskPolicy()}, &r, &in); !errors.Is(err, pack.ErrInvalid) {
+	if err := pack.GovernWith(context.Background(), fakeGate{pol: deskPolicy()}, &r, &in); !errors.Is(err, pack.ErrInvalid) {
 		t.Errorf("no trace: %v", err)
 	}
 	if r.Mode != toolgate.SafetyNormal || in.Policy.Hash != "" {

@@ -71,7 +71,7 @@
 //
 // [New] fails with [ErrInvalidConfig], [Supervisor.Start] with
 // [ErrStarted], [Supervisor.Recovered] with [ErrNotRunning] (or its
-// context's error). An error met while supervising does not stop it: it is reported as an [Event] whose Err wraps
-// [ErrRecover] or [ErrResume] and the cause, and the work is tried
-// again at the next look or pass.
+// context's error). An error met while supervising does not stop it: it
+// is reported as an [Event] whose Op names the stage and whose Err wraps
+// the cause, and the work is tried again at the next look or pass.
 package supervisor

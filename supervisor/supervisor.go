@@ -18,8 +18,8 @@ import (
 const defaultInterval = time.Second
 
 // Sentinel errors. Errors from [New], [Supervisor.Start] and
-// [Supervisor.Recovered], and the Err of an [Event], wrap one of these
-// for errors.Is; the Err of an Event wraps the error met as well.
+// [Supervisor.Recovered] wrap one of these for errors.Is; the Err of an
+// [Event] wraps the error met, and its Op names the stage.
 var (
 	// ErrInvalidConfig: New was given no gate or a bad configuration (a
 	// negative interval or recovery period).
@@ -31,22 +31,15 @@ var (
 	// started, or that stopped (its context ended, Close) before its
 	// first full recovery pass.
 	ErrNotRunning = errors.New("supervisor: not running")
-	// ErrRecover: a recovery pass ([toolgate.Gate.Recover]) met an error
-	// (a store failure, an action it could not read); the actions it
-	// could not finish are left for the next pass.
-	ErrRecover = errors.New("supervisor: recovery failed")
-	// ErrResume: listing the approvals or executing a decided one met an
-	// error; it is tried again at the next look.
-	ErrResume = errors.New("supervisor: resuming an approval failed")
 )
 
 // stageErr is the error of an [Event] the supervisor could not finish:
-// the stage's sentinel ([ErrRecover], [ErrResume]), the action and trace
-// when it is about one, and the error it met, which errors.Is finds too.
+// what failed (the stage, which the event's Op names too), the action and
+// trace when it is about one, wrapping the error it met.
 func stageErr(op Op, traceID, actionID string, err error) error {
-	sentinel := ErrRecover
+	what := "recovery failed"
 	if op == OpResume {
-		sentinel = ErrResume
+		what = "resuming an approval failed"
 	}
 	where := ""
 	if actionID != "" {
@@ -55,7 +48,7 @@ func stageErr(op Op, traceID, actionID string, err error) error {
 	if traceID != "" {
 		where += " (trace " + traceID + ")"
 	}
-	return fmt.Errorf("%w%s: %w", sentinel, where, err)
+	return fmt.Errorf("supervisor: %s%s: %w", what, where, err)
 }
 
 // Op names what the supervisor was doing.
@@ -83,9 +76,10 @@ type Event struct {
 	// (EFFECT_UNKNOWN for an effect a crash left that may have run),
 	// refused with the fallback taken (APPROVAL_DENIED, APPROVAL_EXPIRED).
 	Result toolgate.Result
-	// Err, when set, says the supervisor could not do it, and tries again
-	// later: it wraps the stage's sentinel ([ErrRecover], [ErrResume])
-	// and the error met (a store failure, a cancelled context).
+	// Err, when set, says the supervisor could not do it (Op says which
+	// stage: OpRecover a recovery pass, OpResume listing the approvals or
+	// executing a decided one), and tries again later: it wraps the error
+	// met (a store failure, a cancelled context).
 	Err error
 }
 

@@ -474,7 +474,7 @@ func TestErrorsAreReported(t *testing.T) {
 	}
 	ev := start(t, g, supervisor.Config{})
 	deadline := time.After(10 * time.Second)
-	for _, want := range []error{supervisor.ErrRecover, supervisor.ErrResume, supervisor.ErrResume} {
+	for _, want := range []supervisor.Op{supervisor.OpRecover, supervisor.OpResume, supervisor.OpResume} {
 		for {
 			var e supervisor.Event
 			select {
@@ -482,10 +482,10 @@ func TestErrorsAreReported(t *testing.T) {
 			case <-deadline:
 				t.Fatalf("no error event wrapping %v", want)
 			}
-			if !errors.Is(e.Err, want) {
+			if e.Err == nil || e.Op != want {
 				continue
 			}
-			if u, ok := e.Err.(interface{ Unwrap() []error }); !ok || len(u.Unwrap()) != 2 || u.Unwrap()[1] == nil {
+			if errors.Unwrap(e.Err) == nil || !strings.HasPrefix(e.Err.Error(), "supervisor: ") {
 				t.Errorf("event %+v: want the error of its stage, wrapping the cause", e)
 			}
 			break

@@ -24,7 +24,7 @@ var layers = []struct {
 	{2, []string{"store"}},
 	{3, []string{"store/memstore", "store/sqlitestore", "store/pgstore", "store/internal/...", "store/storetest"}},
 	{4, []string{"kernel"}},
-	{5, []string{"audit", "rules", "validator", "worker", "budget", "failure", "internal/advisor", "internal/reply", "internal/snapshot"}},
+	{5, []string{"audit", "rules", "validator", "worker", "budget", "failure", "internal/advisor", "internal/reply", "internal/snapshot", "internal/pressure"}},
 	{6, []string{"toolgate", "mask"}},
 	{7, []string{"adaptive", "orchestrator", "pack", "replay", "sim", "supervisor", "invariant", "invariant/invarianttest",
 		"toolgate/adaptertest", "worker/llm"}},

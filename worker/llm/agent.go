@@ -63,8 +63,8 @@ type Agent struct {
 	before    func(context.Context, Usage) error
 	nilHook   bool // WithBeforeModelCall(nil) was given
 	comp      *pack.Compiler
-	nilComp   bool         // WithCompiler(nil) was given
-	cg        kernelHolder // g, when comp is set
+	nilComp   bool           // WithCompiler(nil) was given
+	cg        *toolgate.Gate // g, when comp is set: the compiler reads its controls, policy and kernel
 }
 
 // AgentOption configures an [Agent] in [NewAgent].
@@ -118,7 +118,7 @@ func newAgent(c *Client, g toolCaller, opts ...AgentOption) (*Agent, error) {
 		return bad("nil compiler")
 	}
 	if a.comp != nil {
-		cg, ok := g.(kernelHolder)
+		cg, ok := g.(*toolgate.Gate)
 		if !ok {
 			return bad(fmt.Sprintf("a compiler needs a *toolgate.Gate, not %T", g))
 		}

@@ -403,8 +403,8 @@ func (f *attemptFailure) retryable() bool {
 //
 // 429, 5xx, network errors and request timeouts are retried with backoff
 // ([WithRetries], [WithBackoff]); other statuses and a 2xx body that is not
-// a chat completion fail at once. A failure is an [*EndpointError] wrapping
-// [ErrEndpoint]. When ctx ends first, Chat returns an error wrapping the
+// a chat completion fail at once. A failure wraps [ErrEndpoint] and
+// reports the last status (an HTTPStatus() int method in its chain). When ctx ends first, Chat returns an error wrapping the
 // context's error (and not [ErrEndpoint]).
 func (c *Client) Chat(ctx context.Context, system, user string) (string, error) {
 	var msgs []message
@@ -457,7 +457,7 @@ func (c *Client) complete(ctx context.Context, msgs []message, tools []toolgate.
 			return completion{}, fmt.Errorf("llm: chat stopped after %d attempt(s): %w", attempt, ctx.Err())
 		}
 		if !f.retryable() || attempt > c.retries {
-			return completion{}, &EndpointError{status: f.status, attempts: attempt, err: f.err}
+			return completion{}, &endpointError{status: f.status, attempts: attempt, err: f.err}
 		}
 		d := c.delay(attempt, f.wait)
 		c.log.WarnContext(ctx, "llm: retrying", "attempt", attempt, "status", f.status, "wait", d, "error", f.err.Error())

@@ -6,21 +6,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/pack"
 	"github.com/blackboardkernel/bk/toolgate"
 )
-
-// kernelHolder is what an [Agent] with a compiler ([WithCompiler]) needs of
-// its gate besides toolCaller: the trace's run controls and the policy
-// snapshot (what the compiled context shows of the governance, see
-// [pack.Govern]) and the kernel, whose store the evidence is read from and
-// whose Governor records each compiled context. A *toolgate.Gate is one.
-type kernelHolder interface {
-	toolCaller
-	pack.Governance
-	Kernel() *kernel.Kernel
-}
 
 // WithCompiler makes the agent show the model a compiled context (package
 // pack) each round instead of the growing conversation. A nil compiler is

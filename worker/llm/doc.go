@@ -115,9 +115,10 @@
 // When every turn is used, the model gets one last call without tools, to
 // answer with what it has.
 //
-// A failed model call is an [*EndpointError], which reports its HTTP
-// status ([EndpointError.HTTPStatus]), so failure.Classify types it exactly (401 auth_error, 429
-// rate_limit, 503 provider_down, no answer network).
+// A failed model call wraps [ErrEndpoint] and reports its HTTP status
+// (an HTTPStatus() int method in its chain), so failure.Classify types it
+// exactly (401 auth_error, 429 rate_limit, 503 provider_down, no answer
+// network).
 //
 // # Pointing it at a model server
 //
@@ -137,9 +138,8 @@
 //
 // # Errors
 //
-// Errors wrap the sentinels [ErrInvalidConfig], [ErrEndpoint] (as an
-// [*EndpointError] reporting the last status; its message has the attempt
-// count),
+// Errors wrap the sentinels [ErrInvalidConfig], [ErrEndpoint] (reporting
+// the last status through HTTPStatus; its message has the attempt count),
 // [ErrFallbackRejected], [ErrMaxRounds] and [ErrGrantEnded], the
 // context's error when the caller cancelled, or (from an [Agent]) the
 // gate's, the budget's or the hook's error; branch with errors.Is and

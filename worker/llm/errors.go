@@ -18,7 +18,9 @@ var (
 	ErrInvalidConfig = errors.New("llm: invalid configuration")
 	// ErrEndpoint: the chat endpoint failed: a non-2xx status, a network
 	// error or a timeout once the retries ran out, or a 2xx answer that is
-	// not a chat completion. It comes as an [*EndpointError].
+	// not a chat completion. The error in its chain that wraps it has an
+	// HTTPStatus() int method: the last HTTP status, 0 when no response
+	// arrived.
 	ErrEndpoint = errors.New("llm: endpoint failed")
 	// ErrFallbackRejected: the kernel refused the worker's safe fallback
 	// action, which means the fallback type is not registered as a safe
@@ -34,20 +36,21 @@ var (
 	ErrMaxRounds = errors.New("llm: agent ran out of rounds")
 )
 
-// EndpointError is the typed error of a failed chat call. It wraps both
+// endpointError is the error of a failed chat call. It wraps both
 // [ErrEndpoint] and the last cause (a network error, a
 // [context.DeadlineExceeded] from the request timeout, ...), so errors.Is
 // and errors.As work through it. Its message names the number of requests
-// made and the last status ([EndpointError.HTTPStatus]), and never
-// contains the API key.
-type EndpointError struct {
+// made and the last status (HTTPStatus), and never contains the API key.
+// It is unexported: callers branch on ErrEndpoint and read the status
+// through the HTTPStatus method, as failure.Classify does.
+type endpointError struct {
 	status   int   // the last HTTP status; 0 when no response arrived
 	attempts int   // the number of requests made
 	err      error // the last cause
 }
 
 // Error describes the failure with the attempt count and the last status.
-func (e *EndpointError) Error() string {
+func (e *endpointError) Error() string {
 	if e.status == 0 {
 		return fmt.Sprintf("llm: endpoint failed after %d attempt(s): %v", e.attempts, e.err)
 	}
@@ -55,11 +58,11 @@ func (e *EndpointError) Error() string {
 }
 
 // Unwrap returns [ErrEndpoint] and the last cause.
-func (e *EndpointError) Unwrap() []error { return []error{ErrEndpoint, e.err} }
+func (e *endpointError) Unwrap() []error { return []error{ErrEndpoint, e.err} }
 
 // HTTPStatus returns the last HTTP status, 0 when no response arrived. It
 // is the method failure.Classify looks for in an error chain, so it
 // types a failed model call by its status (401 auth_error, 429
 // rate_limit, 503 provider_down, ...) and, without one, by its cause (a
 // refused connection or a timeout is network).
-func (e *EndpointError) HTTPStatus() int { return e.status }
+func (e *endpointError) HTTPStatus() int { return e.status }

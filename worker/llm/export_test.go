@@ -31,9 +31,12 @@ func (c *Client) Send(ctx context.Context, msgs []Message) (string, error) {
 	return out.Content, err
 }
 
+// EndpointError is the error of a failed chat call.
+type EndpointError = endpointError
+
 // Status and Attempts are the EndpointError's last status and requests.
-func (e *EndpointError) Status() int   { return e.status }
-func (e *EndpointError) Attempts() int { return e.attempts }
+func (e *endpointError) Status() int   { return e.status }
+func (e *endpointError) Attempts() int { return e.attempts }
 
 // Add is the saturating sum of usages.
 func (u Usage) Add(v Usage) Usage { return u.add(v) }

@@ -1,4 +1,4 @@
-package budget_test
+package pressure_test
 
 import (
 	"context"
@@ -6,12 +6,14 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
+	"github.com/blackboardkernel/bk/internal/pressure"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/reason"
 )
@@ -55,71 +57,71 @@ func TestMeasureEachPressure(t *testing.T) {
 	idle := func() budget.Snapshot { return newRun(t, budget.Limits{ToolCalls: 10}, clk, "r").Snapshot() }
 	for _, tc := range []struct {
 		name string
-		in   func() budget.Inputs
+		in   func() pressure.Inputs
 		want budget.State // only the named field is compared, the others must be 0
 		get  func(budget.State) float64
 	}{
-		{"budget: 9 of 10 tool calls, soft 0.8", func() budget.Inputs {
+		{"budget: 9 of 10 tool calls, soft 0.8", func() pressure.Inputs {
 			r := newRun(t, budget.Limits{ToolCalls: 10}, clk, "r")
 			for range 9 {
-				must(t, r.ToolCall())
+				must(t, r.Allow(budget.ToolCalls, 1))
 			}
-			return budget.Inputs{Budget: r.Snapshot()}
+			return pressure.Inputs{Budget: r.Snapshot()}
 		}, budget.State{Budget: 0.5}, func(s budget.State) float64 { return s.Budget }},
-		{"loop: a call seen twice of two allowed", func() budget.Inputs {
+		{"loop: a call seen twice of two allowed", func() pressure.Inputs {
 			g, _ := budget.NewGuard(0, 0)
 			_, _ = g.Call("search", "d"), g.Call("search", "d")
-			return budget.Inputs{Budget: idle(), Loop: g.Pressure()}
+			return pressure.Inputs{Budget: idle(), Loop: g.Pressure()}
 		}, budget.State{Loop: 0.5}, func(s budget.State) float64 { return s.Loop }},
-		{"loop: a refused repeat", func() budget.Inputs {
+		{"loop: a refused repeat", func() pressure.Inputs {
 			g, _ := budget.NewGuard(0, 0)
 			_, _, _ = g.Call("search", "d"), g.Call("search", "d"), g.Call("search", "d")
-			return budget.Inputs{Budget: idle(), Loop: g.Pressure()}
+			return pressure.Inputs{Budget: idle(), Loop: g.Pressure()}
 		}, budget.State{Loop: 1}, func(s budget.State) float64 { return s.Loop }},
-		{"loop: one idle round of two", func() budget.Inputs {
+		{"loop: one idle round of two", func() pressure.Inputs {
 			g, _ := budget.NewGuard(0, 0)
 			_ = g.Round(false)
-			return budget.Inputs{Budget: idle(), Loop: g.Pressure()}
+			return pressure.Inputs{Budget: idle(), Loop: g.Pressure()}
 		}, budget.State{Loop: 0.5}, func(s budget.State) float64 { return s.Loop }},
-		{"loop: 3 of 4 re-plans", func() budget.Inputs {
+		{"loop: 3 of 4 re-plans", func() pressure.Inputs {
 			r := newRun(t, budget.Limits{Replans: 4}, clk, "r")
 			for range 3 {
-				must(t, r.Replan())
+				must(t, r.Allow(budget.Replans, 1))
 			}
-			return budget.Inputs{Budget: r.Snapshot()}
+			return pressure.Inputs{Budget: r.Snapshot()}
 		}, budget.State{Loop: 0.75}, func(s budget.State) float64 { return s.Loop }},
-		{"evidence: one of two belief proposals rejected for its evidence", func() budget.Inputs {
-			return budget.Inputs{Budget: idle(), Trace: []blackboard.Record{
+		{"evidence: one of two belief proposals rejected for its evidence", func() pressure.Inputs {
+			return pressure.Inputs{Budget: idle(), Trace: []blackboard.Record{
 				proposal("refund_due", blackboard.StatusInvalidated, reason.StaleEvidence),
 				proposal("eligible", blackboard.StatusInvalidated, reason.SupersededByCommit), committedBelief("eligible"),
 			}}
 		}, budget.State{Evidence: 0.5}, func(s budget.State) float64 { return s.Evidence }},
-		{"evidence: pending and expired proposals stall too", func() budget.Inputs {
-			return budget.Inputs{Budget: idle(), Trace: []blackboard.Record{
+		{"evidence: pending and expired proposals stall too", func() pressure.Inputs {
+			return pressure.Inputs{Budget: idle(), Trace: []blackboard.Record{
 				proposal("a", blackboard.StatusActive, ""), proposal("b", blackboard.StatusExpired, reason.TTLExpired),
 				proposal("c", blackboard.StatusInvalidated, reason.MissingEvidence),
 				proposal("d", blackboard.StatusInvalidated, reason.RuleViolated), // not an evidence code
 			}}
 		}, budget.State{Evidence: 0.75}, func(s budget.State) float64 { return s.Evidence }},
-		{"gate: an approval waiting 27 of 30 minutes", func() budget.Inputs {
+		{"gate: an approval waiting 27 of 30 minutes", func() pressure.Inputs {
 			b := idle()
-			return budget.Inputs{Budget: b, Now: t0.Add(27 * time.Minute), Trace: []blackboard.Record{pendingApproval("actions:t:5", t0)}}
+			return pressure.Inputs{Budget: b, Now: t0.Add(27 * time.Minute), Trace: []blackboard.Record{pendingApproval("actions:t:5", t0)}}
 		}, budget.State{Gate: 0.5}, func(s budget.State) float64 { return s.Gate }},
-		{"gate: waited past the approval TTL", func() budget.Inputs {
-			return budget.Inputs{Budget: idle(), Now: t0.Add(2 * time.Hour),
+		{"gate: waited past the approval TTL", func() pressure.Inputs {
+			return pressure.Inputs{Budget: idle(), Now: t0.Add(2 * time.Hour),
 				Trace: []blackboard.Record{pendingApproval("actions:t:5", t0)}}
 		}, budget.State{Gate: 1}, func(s budget.State) float64 { return s.Gate }},
-		{"conflict: one of two current percepts conflicted", func() budget.Inputs {
-			return budget.Inputs{Budget: idle(), Now: t0, Trace: []blackboard.Record{
+		{"conflict: one of two current percepts conflicted", func() pressure.Inputs {
+			return pressure.Inputs{Budget: idle(), Now: t0, Trace: []blackboard.Record{
 				percept("charge", blackboard.Payload{"conflict": true}, nil), percept("order", blackboard.Payload{}, nil)}}
 		}, budget.State{Conflict: 0.5}, func(s budget.State) float64 { return s.Conflict }},
-		{"conflict: below a custom threshold", func() budget.Inputs {
-			return budget.Inputs{Budget: idle(), Now: t0, ConflictThreshold: 0.95, Trace: []blackboard.Record{
+		{"conflict: below a custom threshold", func() pressure.Inputs {
+			return pressure.Inputs{Budget: idle(), Now: t0, ConflictThreshold: 0.95, Trace: []blackboard.Record{
 				percept("charge", blackboard.Payload{"conflict": true}, new(0.9))}}
 		}, budget.State{Conflict: 1}, func(s budget.State) float64 { return s.Conflict }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := budget.Measure(tc.in())
+			s := pressure.Measure(tc.in())
 			if got, want := tc.get(s), tc.get(tc.want); !near(got, want) {
 				t.Errorf("pressure %v, want %v (state %+v)", got, want, s)
 			}
@@ -160,7 +162,7 @@ func TestMeasureRelief(t *testing.T) {
 			return r
 		}()}, t0.Add(time.Hour)},
 	} {
-		s := budget.Measure(budget.Inputs{Budget: b, Trace: tc.trace, Now: tc.now})
+		s := pressure.Measure(pressure.Inputs{Budget: b, Trace: tc.trace, Now: tc.now})
 		if s.Evidence != 0 || s.Gate != 0 || s.Conflict != 0 || s.Escalation != 0 {
 			t.Errorf("%s: %+v", tc.name, s)
 		}
@@ -170,21 +172,21 @@ func TestMeasureRelief(t *testing.T) {
 func TestEscalationPropensity(t *testing.T) {
 	clk := newClock()
 	full := newRun(t, budget.Limits{ToolCalls: 1}, clk, "r")
-	must(t, full.ToolCall())
+	must(t, full.Allow(budget.ToolCalls, 1))
 	for _, tc := range []struct {
 		risk, want float64
 	}{
 		// Budget pressure 1, the rest 0: base = 0.5·1 + 0.5·(1/5) = 0.6.
 		{0, 0.6}, {1, 0.6 + 0.6*0.4}, {0.5, 0.6 + 0.5*0.6*0.4}, {-3, 0.6}, {math.NaN(), 0.6}, {7, 0.84},
 	} {
-		s := budget.Measure(budget.Inputs{Budget: full.Snapshot(), Risk: tc.risk})
+		s := pressure.Measure(pressure.Inputs{Budget: full.Snapshot(), Risk: tc.risk})
 		if !near(s.Escalation, tc.want) {
 			t.Errorf("risk %v: escalation %v, want %v", tc.risk, s.Escalation, tc.want)
 		}
 	}
 	// No pressure, no propensity, whatever the risk.
 	calm := newRun(t, budget.Limits{ToolCalls: 10}, clk, "calm").Snapshot()
-	if s := budget.Measure(budget.Inputs{Budget: calm, Risk: 1}); s.Escalation != 0 {
+	if s := pressure.Measure(pressure.Inputs{Budget: calm, Risk: 1}); s.Escalation != 0 {
 		t.Errorf("calm run: %+v", s)
 	}
 }
@@ -197,7 +199,7 @@ func TestMeasureBounds(t *testing.T) {
 	for _, used := range []int64{0, 5, 9, 10} {
 		r := newRun(t, budget.Limits{ToolCalls: 10, Tokens: 100, Replans: 2, Deadline: time.Minute}, clk, "r")
 		for range used {
-			must(t, r.ToolCall())
+			must(t, r.Allow(budget.ToolCalls, 1))
 		}
 		// Up to 5× the limit: charged after the fact, and the run ends.
 		if err := r.ChargeTokens(used*50, 0); err != nil && !errors.Is(err, budget.ErrExceeded) {
@@ -226,8 +228,8 @@ func TestMeasureBounds(t *testing.T) {
 						for i := range keep {
 							keep[i] = keep[i].Clone()
 						}
-						in := budget.Inputs{Budget: b, Loop: l, Trace: tr, Now: t0.Add(ttl), Risk: risk, ConflictThreshold: -2}
-						s := budget.Measure(in)
+						in := pressure.Inputs{Budget: b, Loop: l, Trace: tr, Now: t0.Add(ttl), Risk: risk, ConflictThreshold: -2}
+						s := pressure.Measure(in)
 						for name, v := range map[string]float64{"budget": s.Budget, "loop": s.Loop, "evidence": s.Evidence,
 							"gate": s.Gate, "conflict": s.Conflict, "escalation": s.Escalation} {
 							if !(v >= 0 && v <= 1) {
@@ -295,7 +297,7 @@ func TestMeasureKernelTrace(t *testing.T) {
 		return out
 	}
 	run := newRun(t, budget.Limits{ToolCalls: 10}, clk, "t")
-	s := budget.Measure(budget.Inputs{Budget: run.Snapshot(), Trace: traceOf()})
+	s := pressure.Measure(pressure.Inputs{Budget: run.Snapshot(), Trace: traceOf()})
 	if !near(s.Evidence, 0.5) || !near(s.Conflict, 0.5) || !near(s.Gate, 0.5) || s.Budget != 0 || s.Loop != 0 {
 		t.Errorf("state %+v", s)
 	}
@@ -308,7 +310,7 @@ func TestMeasureKernelTrace(t *testing.T) {
 	if _, err := k.Governor().Append(ctx, f); err != nil {
 		t.Fatal(err)
 	}
-	if s := budget.Measure(budget.Inputs{Budget: run.Snapshot(), Trace: traceOf()}); s.Gate != 0 {
+	if s := pressure.Measure(pressure.Inputs{Budget: run.Snapshot(), Trace: traceOf()}); s.Gate != 0 {
 		t.Errorf("gate pressure after the approval: %v", s.Gate)
 	}
 	// The state's JSON carries the spec's names.
@@ -322,3 +324,44 @@ func TestMeasureKernelTrace(t *testing.T) {
 		}
 	}
 }
+
+// clock is a fake clock: time moves only when a test says so.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: time.Date(2026, 5, 4, 9, 0, 0, 0, time.UTC)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// newRun starts a run named id on clk, failing the test on error.
+func newRun(t *testing.T, l budget.Limits, clk *clock, id string) *budget.Run {
+	t.Helper()
+	r, err := budget.New(l, id, clk.Now)
+	if err != nil {
+		t.Fatalf("New(%+v): %v", l, err)
+	}
+	return r
+}
+
+// must fails the test on a non-nil error.
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// near reports whether a and b agree to 1e-9.
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
