@@ -115,7 +115,7 @@ func (e *ConfigError) Error() string {
 }
 
 // Unwrap returns the sentinel the problem wraps, for errors.Is:
-// [ErrInvalidTool] or [ErrInvalidConfig]. A problem of the kernel's
+// [ErrInvalidConfig]. A problem of the kernel's
 // configuration wraps both ErrInvalidConfig and the kernel's
 // *kernel.ConfigError.
 func (e *ConfigError) Unwrap() error { return e.err }
@@ -182,7 +182,7 @@ func (c Config) compile(reachable bool) (*Gate, kernel.Config, error) {
 		g.order = append(g.order, e)
 		for j, d := range e.derives {
 			if other, ok := derivedBy[d.Belief]; ok {
-				errs.add(ErrInvalidTool, e.Name, fmt.Sprintf("Derives[%d].Belief", j), "belief %q is derived by tool %q too", d.Belief, other.Name)
+				errs.add(ErrInvalidConfig, e.Name, fmt.Sprintf("Derives[%d].Belief", j), "belief %q is derived by tool %q too", d.Belief, other.Name)
 				continue
 			}
 			derivedBy[d.Belief] = e
@@ -396,11 +396,11 @@ func unreachable(g *Gate, c Config, derivedBy map[string]*entry) problems {
 			switch {
 			case derivedBy[b] != nil:
 			case reserved && len(w) == 0:
-				errs.add(ErrInvalidTool, e.Name, fmt.Sprintf("Requires[%d]", i),
+				errs.add(ErrInvalidConfig, e.Name, fmt.Sprintf("Requires[%d]", i),
 					"belief %q is derived by no tool, and the kernel configuration reserves it to no writer: no one may propose it, so every call would be refused", b)
 			case spec || reserved:
 			default:
-				errs.add(ErrInvalidTool, e.Name, fmt.Sprintf("Requires[%d]", i),
+				errs.add(ErrInvalidConfig, e.Name, fmt.Sprintf("Requires[%d]", i),
 					"belief %q is derived by no tool, and the kernel configuration has no belief spec for it nor a reservation to a writer: nothing proposes it, so every call would be refused", b)
 			}
 			kinds, ok := restsOn(b)
@@ -410,14 +410,14 @@ func unreachable(g *Gate, c Config, derivedBy map[string]*entry) problems {
 		if known && len(e.Requires) > 0 {
 			for i, b := range e.Bindings {
 				if !slices.Contains(percepts, b.Percept) {
-					errs.add(ErrInvalidTool, e.Name, fmt.Sprintf("Bindings[%d].Percept", i),
+					errs.add(ErrInvalidConfig, e.Name, fmt.Sprintf("Bindings[%d].Percept", i),
 						"percept kind %q is not one the beliefs the tool requires rest on (%q): the binding could never be checked, so every call would be refused", b.Percept, percepts)
 				}
 			}
 		}
 		for i, d := range e.derives {
 			if !required[d.Belief] {
-				errs.add(ErrInvalidTool, e.Name, fmt.Sprintf("Derives[%d].Belief", i),
+				errs.add(ErrInvalidConfig, e.Name, fmt.Sprintf("Derives[%d].Belief", i),
 					"belief %q is required by no tool and no kernel action spec: the gate would derive it for nothing", d.Belief)
 			}
 		}
@@ -428,7 +428,7 @@ func unreachable(g *Gate, c Config, derivedBy map[string]*entry) problems {
 // New builds a gate and the kernel it governs from cfg (see [Config]), and
 // [Gate.Kernel] returns that kernel. New refuses a bad configuration with
 // every problem it finds at once ([Config.Validate]: [*ConfigError]s
-// joined, each wrapping [ErrInvalidTool] or [ErrInvalidConfig]): a tool it cannot compile, an action spec of the
+// joined, each wrapping [ErrInvalidConfig]): a tool it cannot compile, an action spec of the
 // kernel's for a tool's action type, a fallback that is not a registered
 // safe fallback, bad contracts, intents, lease or mask keys, a bad kernel
 // configuration; and each configuration under which a tool can never

@@ -155,7 +155,7 @@ func checkMaskedOnce(g *Gate) error {
 		}
 		for _, f := range e.Once.Fields {
 			if slices.Contains(masked, f) {
-				return fmt.Errorf("%w: tool %q: once-key field %q is masked, and under a keyring (WithMaskKeys) each trace hashes it under its own key, so the once-key would not hold across traces", ErrInvalidTool, e.Name, f)
+				return fmt.Errorf("%w: tool %q: once-key field %q is masked, and under a keyring (WithMaskKeys) each trace hashes it under its own key, so the once-key would not hold across traces", ErrInvalidConfig, e.Name, f)
 			}
 		}
 	}

@@ -246,8 +246,8 @@ func TestMaskedNewRefuses(t *testing.T) {
 		t.Errorf("short key: %v, want ErrInvalidConfig", err)
 	}
 	tools[1].Masked = []string{"amount"} // bound AtMost
-	if _, err := New(ctx, cfg(testMaskKey)); !errors.Is(err, ErrInvalidTool) {
-		t.Errorf("at_most on a masked argument: %v, want ErrInvalidTool", err)
+	if _, err := New(ctx, cfg(testMaskKey)); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("at_most on a masked argument: %v, want ErrInvalidConfig", err)
 	}
 	tools[1].Masked = []string{"order_id"}
 	g, err := New(ctx, cfg(testMaskKey))
