@@ -60,7 +60,7 @@ func newDesk(t *testing.T) *desk {
 		Kernel:    kernel.Config{Store: st},
 		Tools:     []toolgate.Tool{lookup, refund},
 		MaskKey:   []byte("0123456789abcdef0123456789abcdef"),
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -41,7 +41,7 @@ func ExampleTrace() {
 	g, err := toolgate.New(ctx, toolgate.Config{
 		Kernel:    kernel.Config{Store: store, Validators: []kernel.Validator{rs}},
 		Tools:     []toolgate.Tool{lookup, refund},
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	})
 	if err != nil {
 		fmt.Println(err)

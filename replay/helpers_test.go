@@ -174,7 +174,7 @@ func newShopOn(t testing.TB, s *memstore.Store, validators ...kernel.Validator) 
 			Validators: validators},
 		Tools:     []toolgate.Tool{lookup, charge},
 		MaskKey:   []byte("a test key of thirty-two bytes.."),
-		Contracts: []toolgate.Contract{{Name: "clerk", Tools: []string{"lookup", "charge"}}},
+		Contracts: map[string][]string{"clerk": {"lookup", "charge"}},
 	})
 	if err != nil {
 		t.Fatal(err)

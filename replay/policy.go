@@ -172,12 +172,17 @@ func (r *replayer) newGate(ctx context.Context, p snapshot.Policy) (*toolgate.Ga
 		Kernel: kernel.Config{Store: r.store, Namespace: r.ns, Clock: r.clock},
 		Tools:  tools,
 	}
-	for _, c := range p.Contracts {
-		cfg.Contracts = append(cfg.Contracts, toolgate.Contract{Name: c.Name, Tools: c.Tools})
+	groups := func(gs []snapshot.Group) map[string][]string {
+		if len(gs) == 0 {
+			return nil
+		}
+		m := make(map[string][]string, len(gs))
+		for _, g := range gs {
+			m[g.Name] = g.Tools
+		}
+		return m
 	}
-	for _, in := range p.Intents {
-		cfg.Intents = append(cfg.Intents, toolgate.Intent{Name: in.Name, Tools: in.Tools})
-	}
+	cfg.Contracts, cfg.Intents = groups(p.Contracts), groups(p.Intents)
 	if len(p.Rules) > 0 {
 		rs, err := rules.New(p.Rules...)
 		if err != nil {

@@ -37,7 +37,7 @@ func TestScopedRequestReplayed(t *testing.T) {
 	g, err := toolgate.New(ctx, toolgate.Config{
 		Kernel:    kernel.Config{Store: s, Namespace: "shop"},
 		Tools:     []toolgate.Tool{lookup, charge},
-		Contracts: []toolgate.Contract{{Name: "clerk", Tools: []string{"lookup", "charge"}}},
+		Contracts: map[string][]string{"clerk": {"lookup", "charge"}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -27,7 +27,7 @@ func ExampleSupervisor_Start() {
 	g, err := toolgate.New(ctx, toolgate.Config{
 		Kernel:    kernel.Config{BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}}},
 		Lease:     time.Second,
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund", "send_email"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund", "send_email"}},
 		Tools: []toolgate.Tool{{Unscoped: true, Name: "lookup_order", Result: "order",
 			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 700.0}, nil

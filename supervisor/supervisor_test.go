@@ -101,7 +101,7 @@ func processWithLease(t *testing.T, s store.Store, w *world, lease time.Duration
 		},
 		Tools:     tools,
 		Lease:     lease,
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund", "send_email"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund", "send_email"}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -548,7 +548,7 @@ func TestLeavesCallerDrivenToTheCaller(t *testing.T) {
 			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}},
 			Approval: toolgate.ApprovalPolicy{Always: true}}},
 		Lease:     time.Minute,
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	})
 	if err != nil {
 		t.Fatal(err)

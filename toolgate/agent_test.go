@@ -77,7 +77,7 @@ func newPayDesk(t *testing.T) *payDesk {
 			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}},
 		},
 		Tools:     tools,
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "assess_refund", "issue_refund"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "assess_refund", "issue_refund"}},
 	}); err != nil {
 		t.Fatal(err)
 	}

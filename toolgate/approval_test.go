@@ -323,7 +323,7 @@ func TestRoleRevokedBeforeExecution(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		wait := d.pendingRefund("t", "A1", 700)
 		d.approve("t", wait.ActionID, "human:alice", time.Hour)
-		revoked := d.gate(Config{Tools: d.tools, Contracts: []Contract{{Name: "support", Tools: []string{"lookup_order"}}}})
+		revoked := d.gate(Config{Tools: d.tools, Contracts: map[string][]string{"support": {"lookup_order"}}})
 		res, err := revoked.Execute(d.ctx, wait.ActionID)
 		if err != nil {
 			t.Fatal(err)

@@ -172,7 +172,7 @@ func TestNewReportsEveryProblem(t *testing.T) {
 	cfg := toolgate.Config{
 		Kernel:    kernel.Config{MinConfidence: 2},
 		Tools:     []toolgate.Tool{lookup, refund, credit},
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "cancel_order"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "cancel_order"}},
 		Lease:     -time.Second,
 		MaskKey:   []byte("short"),
 	}
@@ -187,7 +187,7 @@ func TestNewReportsEveryProblem(t *testing.T) {
 		{"", "MaskKey"},
 		{"issue_refund", "Once.Fields[0]"},
 		{"", "Kernel.MinConfidence"},
-		{"", "Contracts[0].Tools"},
+		{"", `Contracts["support"]`},
 		{"lookup_order", "Derives[0].Belief"},
 		{"issue_credit", "Requires[0]"},
 	}
@@ -216,7 +216,7 @@ func TestAttackOwnerReservationCannotTakeToolKind(t *testing.T) {
 		Kernel: kernel.Config{BeliefSpecs: refundDueSpec,
 			Reserved: []kernel.Reservation{{Slot: blackboard.Actions, Kind: "issue_refund", Writers: []string{"mallory"}}}},
 		Tools:     []toolgate.Tool{lookup, refund},
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	})
 	if err != nil {
 		t.Fatal(err)

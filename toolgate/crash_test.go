@@ -273,7 +273,7 @@ func crashDesk(t *testing.T, dir string, effect toolgate.EffectFunc) (*sqlitesto
 		},
 		Tools:     tools,
 		Lease:     crashLease,
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund", "issue_credit"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund", "issue_credit"}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -45,7 +45,7 @@ func deriveDesk(t *testing.T, d Derive, answer func(id string) order) (*Gate, *i
 	g, err := New(context.Background(), Config{
 		Kernel:    kernel.Config{Store: st},
 		Tools:     []Tool{lookup, refund},
-		Contracts: []Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -269,7 +269,7 @@ func TestDeriveOwnerSpecWins(t *testing.T) {
 		Kernel: kernel.Config{BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order", "payment"}}},
 			ActionSpecs: []kernel.ActionSpec{{Type: "refund_by_hand", MinBeliefs: []string{"refund_due"}}}}, // what requires the belief
 		Tools:     []Tool{lookup},
-		Contracts: []Contract{{Name: "support", Tools: []string{"lookup_order"}}},
+		Contracts: map[string][]string{"support": {"lookup_order"}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -24,7 +24,7 @@ func ExampleCall_effect() {
 			Idempotent: true,
 			Approval:   toolgate.ApprovalPolicy{Always: true},
 		}},
-		Contracts: []toolgate.Contract{{Name: "agent", Tools: []string{"send_email"}}},
+		Contracts: map[string][]string{"agent": {"send_email"}},
 	})
 	if err != nil {
 		panic(err)

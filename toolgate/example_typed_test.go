@@ -72,7 +72,7 @@ func ExampleFunc() {
 	g, err := toolgate.New(ctx, toolgate.Config{
 		Kernel:    kernel.Config{Validators: []kernel.Validator{rs}},
 		Tools:     []toolgate.Tool{lookup, refund},
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	})
 	if err != nil {
 		panic(err)

@@ -18,9 +18,9 @@ import (
 
 // withIntents configures the desk's intents.
 func withIntents(su *setup) {
-	su.intents = []Intent{
-		{Name: "refund", Tools: []string{"lookup_order", "issue_refund"}},
-		{Name: "question", Tools: []string{"lookup_order", "search_kb"}},
+	su.intents = map[string][]string{
+		"refund":   {"lookup_order", "issue_refund"},
+		"question": {"lookup_order", "search_kb"},
 	}
 }
 
@@ -353,7 +353,7 @@ func TestNewChecks(t *testing.T) {
 		cfg  Config
 		want error
 	}{
-		{"fine", Config{Tools: []Tool{lookup, refund}, Contracts: []Contract{{"support", []string{"lookup_order"}}}}, nil},
+		{"fine", Config{Tools: []Tool{lookup, refund}, Contracts: map[string][]string{"support": {"lookup_order"}}}, nil},
 		{"no tools", Config{}, nil},
 		{"tool type also a kernel spec", Config{Tools: []Tool{lookup, refund}, Kernel: kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", MinBeliefs: []string{"refund_due"}}}}}, ErrInvalidConfig},
 		{"tool type given as a kernel spec before", Config{Kernel: kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "lookup_order", SafeFallback: true}}}, Tools: []Tool{lookup}}, ErrInvalidConfig},
@@ -382,10 +382,9 @@ func TestNewChecks(t *testing.T) {
 		{"reserved result kind", Config{Tools: []Tool{{Unscoped: true, Name: "lookup_order", Result: audit.KindAttempt, Effect: effect}}}, ErrInvalidConfig},
 		{"bad retry", Config{Tools: []Tool{{Unscoped: true, Name: "lookup_order", Effect: effect, Retry: RetryPolicy{MaxAttempts: -1}}}}, ErrInvalidConfig},
 		{"bad once-key", Config{Tools: []Tool{withOnce(refund, &kernel.OnceKey{})}}, ErrInvalidConfig},
-		{"caller lists an unknown tool", Config{Tools: []Tool{lookup}, Contracts: []Contract{{"support", []string{"issue_refund"}}}}, ErrInvalidConfig},
-		{"caller twice", Config{Tools: []Tool{lookup}, Contracts: []Contract{{"support", nil}, {"support", nil}}}, ErrInvalidConfig},
-		{"intent lists an unknown tool", Config{Tools: []Tool{lookup}, Intents: []Intent{{"refund", []string{"issue_refund"}}}}, ErrInvalidConfig},
-		{"caller without a name", Config{Tools: []Tool{lookup}, Contracts: []Contract{{"", nil}}}, ErrInvalidConfig},
+		{"caller lists an unknown tool", Config{Tools: []Tool{lookup}, Contracts: map[string][]string{"support": {"issue_refund"}}}, ErrInvalidConfig},
+		{"intent lists an unknown tool", Config{Tools: []Tool{lookup}, Intents: map[string][]string{"refund": {"issue_refund"}}}, ErrInvalidConfig},
+		{"caller without a name", Config{Tools: []Tool{lookup}, Contracts: map[string][]string{"": nil}}, ErrInvalidConfig},
 		{"bad lease", Config{Tools: []Tool{lookup}, Lease: -time.Second}, ErrInvalidConfig},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -91,7 +91,7 @@ func raceDesk(t *testing.T, store store.Store, shop *orderSystem) (*Gate, *atomi
 	g, err := New(context.Background(), Config{
 		Kernel:    kernel.Config{Store: store},
 		Tools:     []Tool{lookup, refund},
-		Contracts: []Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -56,8 +56,8 @@ func (c *clock) Advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
 // setup is what a test may change about the desk before it is built.
 type setup struct {
 	tools     []Tool
-	contracts []Contract
-	intents   []Intent
+	contracts map[string][]string
+	intents   map[string][]string
 	cfg       Config // the rest of the gate's configuration, and its kernel's
 }
 
@@ -72,7 +72,7 @@ type desk struct {
 	g         *Gate
 	analyst   *kernel.Proposer // proposes beliefs
 	tools     []Tool           // as registered
-	contracts []Contract
+	contracts map[string][]string
 	kcfg      kernel.Config // the kernel's configuration, for another gate over the store
 
 	mu     sync.Mutex
@@ -132,9 +132,9 @@ func newDesk(t testing.TB, s store.Store, mods ...func(*setup)) *desk {
 		tools: deskTools(func(tool string) EffectFunc {
 			return func(ctx context.Context, inv Invocation) (blackboard.Payload, error) { return d.effect(ctx, tool, inv) }
 		}),
-		contracts: []Contract{
-			{Name: "support", Tools: []string{"lookup_order", "issue_refund"}},
-			{Name: "researcher", Tools: []string{"search_kb"}},
+		contracts: map[string][]string{
+			"support":    {"lookup_order", "issue_refund"},
+			"researcher": {"search_kb"},
 		},
 	}
 	for _, m := range mods {

@@ -282,7 +282,7 @@ func TestMaskKeysNewRefuses(t *testing.T) {
 	base := func(mods ...func(*setup)) Config {
 		su := setup{tools: deskTools(func(string) EffectFunc {
 			return func(context.Context, Invocation) (blackboard.Payload, error) { return nil, nil }
-		}), contracts: []Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}}}
+		}), contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}}}
 		for _, m := range mods {
 			m(&su)
 		}

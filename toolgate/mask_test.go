@@ -235,7 +235,7 @@ func TestMaskedNewRefuses(t *testing.T) {
 		return Config{
 			Kernel:    kernel.Config{BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}}},
 			Tools:     tools,
-			Contracts: []Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+			Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 			MaskKey:   key,
 		}
 	}

@@ -409,7 +409,7 @@ func (p *modelProc) open(ctx context.Context, st store.Store, offset time.Durati
 		Kernel:    kernel.Config{Store: st, Clock: func() time.Time { return time.Now().Add(offset) }},
 		Tools:     p.tools(),
 		Lease:     modelLease,
-		Contracts: []toolgate.Contract{{Name: modelCaller, Tools: []string{"lookup_order", "issue_refund"}}},
+		Contracts: map[string][]string{modelCaller: {"lookup_order", "issue_refund"}},
 	})
 	p.gate = g
 	return err

@@ -98,7 +98,7 @@ func TestSchemaCallRefused(t *testing.T) {
 	g, err := New(context.Background(), Config{
 		Tools: []Tool{{Unscoped: true, Name: "ship", Parameters: json.RawMessage(richSchema),
 			Effect: func(context.Context, Invocation) (blackboard.Payload, error) { ran++; return blackboard.Payload{}, nil }}},
-		Contracts: []Contract{{Name: "support", Tools: []string{"ship"}}},
+		Contracts: map[string][]string{"support": {"ship"}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -57,7 +57,7 @@ func newScopeDesk(t *testing.T) *scopeDesk {
 			Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
 				return blackboard.Payload{"queued": true}, nil
 			}}},
-		Contracts: []toolgate.Contract{{Name: "agent", Tools: []string{"lookup_order", "issue_refund", "note_customer", "escalate"}}},
+		Contracts: map[string][]string{"agent": {"lookup_order", "issue_refund", "note_customer", "escalate"}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package toolgate
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -58,14 +57,13 @@ func (x *executor) snapshot(c Config) snapshot.Policy {
 		slices.Sort(s)
 		return slices.Compact(s)
 	}
-	for _, r := range c.Contracts {
-		p.Contracts = append(p.Contracts, snapshot.Group{Name: r.Name, Tools: sorted(r.Tools)})
+	// Sorted by name: a map has no order, and the hash must not vary.
+	for _, name := range slices.Sorted(maps.Keys(c.Contracts)) {
+		p.Contracts = append(p.Contracts, snapshot.Group{Name: name, Tools: sorted(c.Contracts[name])})
 	}
-	slices.SortFunc(p.Contracts, func(a, b snapshot.Group) int { return cmp.Compare(a.Name, b.Name) })
-	for _, in := range c.Intents {
-		p.Intents = append(p.Intents, snapshot.Group{Name: in.Name, Tools: sorted(in.Tools)})
+	for _, name := range slices.Sorted(maps.Keys(c.Intents)) {
+		p.Intents = append(p.Intents, snapshot.Group{Name: name, Tools: sorted(c.Intents[name])})
 	}
-	slices.SortFunc(p.Intents, func(a, b snapshot.Group) int { return cmp.Compare(a.Name, b.Name) })
 	for _, v := range c.Kernel.Validators { // the owner's: the gate's own checks of the run controls and the request are not policy
 		if r, ok := v.(*rules.Rules); ok {
 			p.Rules = append(p.Rules, r.Specs()...)

@@ -60,7 +60,7 @@ func TestToolCallSpans(t *testing.T) {
 			BeliefSpecs:    []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}},
 		},
 		Tools:     tools,
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -204,7 +204,7 @@ func TestToolSpanUnderApplicationSpan(t *testing.T) {
 	g, err := toolgate.New(context.Background(), toolgate.Config{
 		Kernel:    kernel.Config{TracerProvider: tp},
 		Tools:     []toolgate.Tool{lookup},
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order"}}},
+		Contracts: map[string][]string{"support": {"lookup_order"}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -270,7 +270,7 @@ func TestBudgetAndApprovalTelemetry(t *testing.T) {
 		Kernel:    kernel.Config{TracerProvider: tp, MeterProvider: mp},
 		Tools:     []toolgate.Tool{refund},
 		Budget:    &toolgate.Budget{Run: run, Guard: nil},
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"issue_refund"}}},
+		Contracts: map[string][]string{"support": {"issue_refund"}},
 	})
 	if err != nil {
 		t.Fatal(err)

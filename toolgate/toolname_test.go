@@ -56,7 +56,7 @@ func TestAttackToolNameNotAName(t *testing.T) {
 	g, err := toolgate.New(context.Background(), toolgate.Config{
 		Kernel:    kernel.Config{Store: st},
 		Tools:     []toolgate.Tool{lookup},
-		Contracts: []toolgate.Contract{{Name: "agent", Tools: []string{"lookup"}}},
+		Contracts: map[string][]string{"agent": {"lookup"}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -65,7 +65,7 @@ func ExampleNew() {
 			Parameters: json.RawMessage(`{"type":"object","properties":{"amount":{"type":"number"}},"required":["amount"]}`),
 			Approval:   toolgate.ApprovalPolicy{When: "amount > 500"},
 		}},
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"refund"}}},
+		Contracts: map[string][]string{"support": {"refund"}},
 	})
 	if err != nil {
 		log.Fatal(err)

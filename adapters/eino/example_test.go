@@ -60,7 +60,7 @@ func ExampleNew() {
 		Approval:   toolgate.ApprovalPolicy{When: "amount > 500"}}
 	g, err := toolgate.New(ctx, toolgate.Config{
 		Tools:     []toolgate.Tool{refund},
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"refund"}}},
+		Contracts: map[string][]string{"support": {"refund"}},
 	})
 	if err != nil {
 		panic(err)

@@ -28,7 +28,7 @@ func TestResumeOneOfTwo(t *testing.T) {
 		}}
 	g, err := toolgate.New(ctx, toolgate.Config{
 		Tools:     []toolgate.Tool{refund},
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"refund"}}},
+		Contracts: map[string][]string{"support": {"refund"}},
 	})
 	if err != nil {
 		t.Fatal(err)

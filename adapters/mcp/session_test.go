@@ -57,7 +57,7 @@ func sessionGate(t *testing.T, refunds *atomic.Int32) *toolgate.Gate {
 		})
 	g, err := toolgate.New(t.Context(), toolgate.Config{
 		Tools:     []toolgate.Tool{lookup, issue},
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -98,7 +98,7 @@ func run(ctx context.Context, w io.Writer, verbose bool) error {
 		Kernel: kernel.Config{Store: store, TracerProvider: tp, Clock: func() time.Time { return now },
 			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}}},
 		Tools:     tools,
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	})
 	if err != nil {
 		return err

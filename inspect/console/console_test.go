@@ -80,7 +80,7 @@ func newDeskOn(t *testing.T, s store.Store, order string, mods ...func(*toolgate
 		Kernel: kernel.Config{Store: d.s, Namespace: "desk",
 			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}}},
 		Tools:     tools,
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	}
 	for _, m := range mods {
 		m(&cfg)

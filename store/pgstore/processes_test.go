@@ -305,7 +305,7 @@ func procWorker(t *testing.T) {
 			BeliefSpecs: []kernel.BeliefSpec{{Kind: "gate_refund_due", DependsOn: []string{"gate_charge"}}}},
 		Tools:     tools,
 		Lease:     gateLease,
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{gateTool}}},
+		Contracts: map[string][]string{"support": {gateTool}},
 	}); err != nil {
 		t.Fatalf("worker %s: toolgate.New: %v", id, err)
 	}

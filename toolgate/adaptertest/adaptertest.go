@@ -269,7 +269,7 @@ func newEnv(t testing.TB, framework bool) *Env {
 		},
 		Tools:     tools,
 		Lease:     Lease,
-		Contracts: []toolgate.Contract{{Name: Caller, Tools: []string{Lookup, Refund}}},
+		Contracts: map[string][]string{Caller: {Lookup, Refund}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -47,7 +47,7 @@ func orderGate(t testing.TB, note string) *toolgate.Gate {
 			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal},
 				{Arg: "amount", Percept: "order", Op: toolgate.AtMost}},
 			Once: &kernel.OnceKey{Fields: []string{"order_id"}}}, refund)},
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -113,7 +113,7 @@ func run(ctx context.Context, w io.Writer) error {
 	})
 	g, err := toolgate.New(ctx, toolgate.Config{
 		Tools:     []toolgate.Tool{lookup, issue},
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	})
 	if err != nil {
 		return err

@@ -108,7 +108,7 @@ func newDesk(t *testing.T, s store.Store) *desk {
 		},
 		Tools:     tools,
 		Budget:    &toolgate.Budget{Run: run, Guard: nil},
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	})
 	if err != nil {
 		t.Fatal(err)
