@@ -159,7 +159,7 @@ func newShopOn(t testing.TB, s *memstore.Store, validators ...kernel.Validator) 
 		Parameters: json.RawMessage(`{"type":"object","properties":{"account":{"type":"string"},"card":{"type":"string","minLength":12},"amount":{"type":"number"}},"required":["account","card","amount"]}`),
 		Bindings:   []toolgate.Binding{{Arg: "account", Percept: "account", Op: toolgate.Equal}},
 		Masked:     []string{"card"},
-		Approval:   toolgate.ApprovalPolicy{When: "amount > 100"},
+		Approval:   "amount > 100",
 		Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 			sh.effects++
 			if sh.fail {

@@ -153,8 +153,12 @@ func (r *replayer) newGate(ctx context.Context, p snapshot.Policy) (*toolgate.Ga
 		if tp.Once != nil {
 			t.Once = &kernel.OnceKey{Fields: tp.Once.Fields, Percept: tp.Once.Percept, Limit: tp.Once.Limit}
 		}
-		if tp.Approval != nil {
-			t.Approval = toolgate.ApprovalPolicy{Always: tp.Approval.Always, When: tp.Approval.When}
+		switch {
+		case tp.Approval == nil:
+		case tp.Approval.Always:
+			t.Approval = "true"
+		default:
+			t.Approval = tp.Approval.When
 		}
 		for _, c := range r.cfg.tools {
 			if c.name == tp.Name && c.change != nil {
@@ -162,7 +166,7 @@ func (r *replayer) newGate(ctx context.Context, p snapshot.Policy) (*toolgate.Ga
 			}
 		}
 		for _, f := range tp.Masked {
-			if t.Approval.When != "" && strings.Contains(t.Approval.When, f) {
+			if strings.Contains(t.Approval, f) {
 				r.note("tool %s: its approval rule reads the masked field %s, which the replay has only as its hash", tp.Name, f)
 			}
 		}

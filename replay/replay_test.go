@@ -133,7 +133,7 @@ func TestTightenedRuleChangesExactlyTheLargeRefunds(t *testing.T) {
 func TestWithToolApproval(t *testing.T) {
 	s := openDesk(t, deskDB(t))
 	rep, err := replay.Trace(context.Background(), s, deskNS, "T1", replay.WithTool("issue_refund", func(tp *toolgate.Tool) {
-		tp.Approval = toolgate.ApprovalPolicy{Always: true}
+		tp.Approval = "true"
 	}))
 	if err != nil {
 		t.Fatal(err)

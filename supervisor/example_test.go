@@ -32,7 +32,7 @@ func ExampleSupervisor_Start() {
 			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 700.0}, nil
 			}}, {Unscoped: true, Name: "issue_refund", Parameters: pay, Requires: []string{"refund_due"}, Bindings: bound,
-			Once: &kernel.OnceKey{Fields: []string{"order_id"}}, Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
+			Once: &kernel.OnceKey{Fields: []string{"order_id"}}, Approval: "amount > 500",
 			Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
 				refunds++
 				return blackboard.Payload{"refund_id": "re_1"}, nil

@@ -88,10 +88,10 @@ func processWithLease(t *testing.T, s store.Store, w *world, lease time.Duration
 			}},
 		// The payment API honours the key: a crashed attempt is re-driven.
 		{Unscoped: true, Name: "issue_refund", Parameters: pay, Requires: []string{"refund_due"}, Bindings: bound, Result: "refund",
-			Idempotent: true, Approval: toolgate.ApprovalPolicy{When: "amount > 500"}, Effect: w.effect(blackboard.Payload{"refunded": true})},
+			Idempotent: true, Approval: "amount > 500", Effect: w.effect(blackboard.Payload{"refunded": true})},
 		// An email has no key: it is sent at most once.
 		{Unscoped: true, Name: "send_email", Parameters: pay, Requires: []string{"refund_due"}, Bindings: bound, Result: "email",
-			Approval: toolgate.ApprovalPolicy{When: "amount > 500"}, Effect: w.effect(blackboard.Payload{"sent": true})},
+			Approval: "amount > 500", Effect: w.effect(blackboard.Payload{"sent": true})},
 	}
 	g, err := toolgate.New(context.Background(), toolgate.Config{
 		Kernel: kernel.Config{
@@ -546,7 +546,7 @@ func TestLeavesCallerDrivenToTheCaller(t *testing.T) {
 				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 900.0}, nil
 			}}, {Unscoped: true, Name: "issue_refund", Parameters: pay, Requires: []string{"refund_due"}, Result: "refund", Idempotent: true,
 			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}},
-			Approval: toolgate.ApprovalPolicy{Always: true}}},
+			Approval: "true"}},
 		Lease:     time.Minute,
 		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	})

@@ -247,9 +247,9 @@ func crashTools(effect toolgate.EffectFunc) []toolgate.Tool {
 				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 2000.0}, nil
 			}},
 		{Unscoped: true, Name: "issue_refund", Parameters: pay, Requires: []string{"refund_due"}, Bindings: orderBound, Result: "refund",
-			Approval: toolgate.ApprovalPolicy{When: "amount > 500"}, Retry: retry, Effect: effect},
+			Approval: "amount > 500", Retry: retry, Effect: effect},
 		{Unscoped: true, Name: "issue_credit", Parameters: pay, Requires: []string{"refund_due"}, Bindings: orderBound, Result: "credit", Idempotent: true,
-			Approval: toolgate.ApprovalPolicy{When: "amount > 500"}, Retry: retry, Effect: effect},
+			Approval: "amount > 500", Retry: retry, Effect: effect},
 	}
 }
 

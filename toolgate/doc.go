@@ -72,7 +72,7 @@
 // A tool that changes the world rests on beliefs ([Tool.Requires]),
 // declares how its arguments follow from the observations ([Binding]) and
 // what request it acts within ([Tool.Scope]), and may need approval
-// ([ApprovalPolicy]); the package example (Example) builds such a refund
+// ([Tool.Approval]); the package example (Example) builds such a refund
 // tool, with its approval, end to end. [Func] defines a tool from Go
 // types.
 //

@@ -22,7 +22,7 @@ func ExampleCall_effect() {
 			Name:       "send_email",
 			Parameters: json.RawMessage(`{"type":"object","properties":{"to":{"type":"string"}},"required":["to"]}`),
 			Idempotent: true,
-			Approval:   toolgate.ApprovalPolicy{Always: true},
+			Approval:   "true",
 		}},
 		Contracts: map[string][]string{"agent": {"send_email"}},
 	})

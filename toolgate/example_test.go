@@ -44,7 +44,7 @@ func supportDesk(refunds *int) (*kernel.Kernel, *toolgate.Gate) {
 				{Arg: "amount", Percept: "order", Op: toolgate.AtMost},
 			},
 			Result:   "refund",
-			Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
+			Approval: "amount > 500",
 			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 				*refunds++ // a real effect passes inv.Key to the payment API
 				return blackboard.Payload{"refund_id": "re_1", "amount": inv.Args["amount"]}, nil

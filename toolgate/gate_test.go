@@ -407,7 +407,7 @@ func TestNewChecks(t *testing.T) {
 	}
 }
 
-func withApproval(t Tool, rule string) Tool   { t.Approval = ApprovalPolicy{When: rule}; return t }
+func withApproval(t Tool, rule string) Tool   { t.Approval = rule; return t }
 func withParams(t Tool, schema string) Tool   { t.Parameters = json.RawMessage(schema); return t }
 func withOnce(t Tool, o *kernel.OnceKey) Tool { t.Once = o; return t }
 

@@ -114,7 +114,7 @@ func deskTools(effect func(tool string) EffectFunc) []Tool {
 		{Name: "lookup_order", Description: "Look up an order by id.", ReadOnly: true, Parameters: json.RawMessage(orderSchema),
 			Result: "order", Effect: effect("lookup_order")},
 		{Unscoped: true, Name: "issue_refund", Description: "Refund an order.", Parameters: json.RawMessage(refundSchema),
-			Requires: []string{"refund_due"}, Bindings: orderBindings, Result: "refund", Approval: ApprovalPolicy{When: "amount > 500"},
+			Requires: []string{"refund_due"}, Bindings: orderBindings, Result: "refund", Approval: "amount > 500",
 			Idempotent: true,
 			Retry:      RetryPolicy{MaxAttempts: 3, Backoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond},
 			Hints:      map[reason.Code]string{reason.DuplicateAction: "This refund was already issued; do not retry."},

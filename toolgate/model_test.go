@@ -396,7 +396,7 @@ func (p *modelProc) tools() []toolgate.Tool {
 			// The model's traces serve no recorded request: what it tests is
 			// grounding, once-keys, approvals and crashes across orders.
 			Unscoped: true,
-			Approval: toolgate.ApprovalPolicy{When: fmt.Sprintf("amount > %d", modelOver)},
+			Approval: fmt.Sprintf("amount > %d", modelOver),
 			Retry:    toolgate.RetryPolicy{MaxAttempts: 20, Backoff: time.Millisecond},
 			Effect:   p.refund,
 		},

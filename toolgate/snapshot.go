@@ -47,8 +47,12 @@ func (x *executor) snapshot(c Config) snapshot.Policy {
 		if e.Once != nil {
 			tp.Once = &snapshot.Once{Fields: slices.Clone(e.Once.Fields), Percept: e.Once.Percept, Limit: e.Once.Limit}
 		}
-		if e.Approval.Always || e.Approval.When != "" {
-			tp.Approval = &snapshot.Approval{Always: e.Approval.Always, When: e.Approval.When}
+		switch e.Approval {
+		case "":
+		case approvalAlways: // recorded as before the rule was a string
+			tp.Approval = &snapshot.Approval{Always: true}
+		default:
+			tp.Approval = &snapshot.Approval{When: e.Approval}
 		}
 		p.Tools = append(p.Tools, tp)
 	}

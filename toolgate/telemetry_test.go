@@ -47,7 +47,7 @@ func TestToolCallSpans(t *testing.T) {
 				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 700.0}, nil
 			}},
 		{Unscoped: true, Name: "issue_refund", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`),
-			Requires: []string{"refund_due"}, Bindings: orderBound, Result: "refund", Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
+			Requires: []string{"refund_due"}, Bindings: orderBound, Result: "refund", Approval: "amount > 500",
 			Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
 				return blackboard.Payload{"refund_id": "re_1"}, nil
 			}},
@@ -262,7 +262,7 @@ func TestBudgetAndApprovalTelemetry(t *testing.T) {
 		t.Fatal(err)
 	}
 	refund := toolgate.Tool{Unscoped: true, Name: "issue_refund", Parameters: json.RawMessage(`{"type":"object","properties":{"amount":{"type":"number"}},"required":["amount"]}`),
-		Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
+		Approval: "amount > 500",
 		Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
 			return blackboard.Payload{"refund_id": "re_1"}, nil
 		}}

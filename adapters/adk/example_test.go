@@ -63,7 +63,7 @@ func ExampleNew() {
 		Tools: []toolgate.Tool{{Unscoped: true,
 			Name:       "refund",
 			Parameters: json.RawMessage(`{"type":"object","properties":{"amount":{"type":"number"}},"required":["amount"]}`),
-			Approval:   toolgate.ApprovalPolicy{When: "amount > 500"},
+			Approval:   "amount > 500",
 		}},
 		Contracts: map[string][]string{"support": {"refund"}},
 	})

@@ -50,7 +50,7 @@ func sessionGate(t *testing.T, refunds *atomic.Int32) *toolgate.Gate {
 		})
 	issue := toolgate.Func(toolgate.Tool{Unscoped: true, Name: "issue_refund", Result: "refund", Requires: []string{"refund_due"},
 		Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}},
-		Once:     &kernel.OnceKey{Fields: []string{"order_id"}}, Approval: toolgate.ApprovalPolicy{When: "amount > 500"}},
+		Once:     &kernel.OnceKey{Fields: []string{"order_id"}}, Approval: "amount > 500"},
 		func(_ context.Context, _ toolgate.Invocation, a refundArgs) (refund, error) {
 			refunds.Add(1)
 			return refund{RefundID: "re_" + a.OrderID}, nil

@@ -29,7 +29,7 @@ func (d *desk) tools() []toolgate.Tool {
 			// up, and never more than it cost; one refund per order, ever
 			// (the once-key is also the payment API's idempotency key);
 			// above 500, a person approves.
-			Scope: map[string]string{"order_id": "order"}, Once: &kernel.OnceKey{Fields: []string{"order_id"}}, Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
+			Scope: map[string]string{"order_id": "order"}, Once: &kernel.OnceKey{Fields: []string{"order_id"}}, Approval: "amount > 500",
 			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}}}, d.refund),
 		// To the ticket's customer only (the request's principal); the
 		// outbox honours the key.

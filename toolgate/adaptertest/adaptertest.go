@@ -228,7 +228,7 @@ func newEnv(t testing.TB, framework bool) *Env {
 			},
 			Once:     &kernel.OnceKey{Fields: []string{"order_id"}},
 			Result:   "refund",
-			Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
+			Approval: "amount > 500",
 			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 				return refund(inv.Key, inv.Args), nil
 			},
