@@ -332,7 +332,7 @@ func TestRuleExpressionOnly(t *testing.T) {
 func TestControlsAndContext(t *testing.T) {
 	ctx := context.Background()
 	sh := newShop(t)
-	if err := sh.g.Restrict(ctx, "ro", toolgate.Controls{Safety: toolgate.SafetyReadOnly}); err != nil {
+	if err := sh.g.Restrict(ctx, "ro", toolgate.Controls{ReadOnly: true}); err != nil {
 		t.Fatal(err)
 	}
 	cc, err := sh.g.Kernel().Governor().Append(ctx, kernel.Follow{Role: blackboard.RoleKernel, Entry: kernel.Entry{TraceID: "ro",

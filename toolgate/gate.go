@@ -146,7 +146,7 @@ func (g *Gate) Surface(ctx context.Context, caller, traceID, intent string) ([]S
 		if !r.tools[e.Name] || g.intents != nil && !allowed[e.Name] {
 			continue
 		}
-		if slices.Contains(ctl.Prohibited, e.Name) || ctl.Safety == SafetyReadOnly && e.effectful() {
+		if slices.Contains(ctl.Prohibited, e.Name) || ctl.ReadOnly && e.effectful() {
 			continue
 		}
 		possible := true

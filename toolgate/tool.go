@@ -90,7 +90,7 @@ type Tool struct {
 	// [Gate.Recover]).
 	Idempotent bool
 	// ReadOnly declares that the tool changes nothing outside the agent
-	// (a lookup, a search): in a read_only trace ([SafetyReadOnly]) only
+	// (a lookup, a search): in a read-only trace ([Controls.ReadOnly]) only
 	// such tools are shown and run. A tool that does not declare it is
 	// effectful there, whatever it requires, so that the mode fails
 	// closed: an email that rests on no belief is still an effect.

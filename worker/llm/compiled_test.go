@@ -215,7 +215,7 @@ func TestCompiledContextCompresses(t *testing.T) {
 func TestAttackCompiledContextReadOnly(t *testing.T) {
 	ctx := context.Background()
 	g := orderGate(t, "")
-	if err := g.Restrict(ctx, "t3", toolgate.Controls{Safety: toolgate.SafetyReadOnly}); err != nil {
+	if err := g.Restrict(ctx, "t3", toolgate.Controls{ReadOnly: true}); err != nil {
 		t.Fatal(err)
 	}
 	f := newFake(t, func(n int, req request) reply {
@@ -244,7 +244,7 @@ func TestAttackCompiledContextReadOnly(t *testing.T) {
 			t.Errorf("round %d does not say the safety mode:\n%s", i+1, prompt)
 		}
 		rec := recordedPack(t, g, res.Contexts[i])
-		if mode, _ := rec.Payload["mode"].(string); mode != string(toolgate.SafetyReadOnly) {
+		if mode, _ := rec.Payload["mode"].(string); mode != "read_only" {
 			t.Errorf("round %d recorded mode %q", i+1, mode)
 		}
 		if pol, _ := rec.Payload["policy"].(string); pol != g.Policy().Hash {
