@@ -51,7 +51,7 @@ func newDesk(t *testing.T) *desk {
 			return map[string]any{"order_id": a.OrderID, "amount": 900.0, "refundable": true}, nil
 		})
 	refund := toolgate.Func(toolgate.Tool{Name: "issue_refund", Result: "refund", Requires: []string{"refund_due"},
-		Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}}, Once: &kernel.OnceKey{Fields: []string{"order_id"}},
+		Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: "equal"}}, Once: &kernel.OnceKey{Fields: []string{"order_id"}},
 		Approval: "amount > 100", Scope: map[string]string{"order_id": "order"}},
 		func(_ context.Context, _ toolgate.Invocation, a refundArgs) (map[string]any, error) {
 			return map[string]any{"refund_id": "re_1", "refunded": a.Amount}, nil

@@ -99,7 +99,7 @@ func toolRule(t snapshot.Tool) string {
 		}
 		op := b.Op
 		if op == "" {
-			op = string(toolgate.Equal)
+			op = "equal"
 		}
 		parts = append(parts, b.Arg+" "+strings.ReplaceAll(op, "_", " ")+" the observed "+b.Percept+"."+field)
 	}

@@ -33,7 +33,7 @@ func deskPolicy() snapshot.Policy {
 		Tools: []snapshot.Tool{
 			{Name: "lookup_order", Action: "lookup_order", Result: "order", ReadOnly: true},
 			{Name: "refund", Action: "refund", Result: "refund", Requires: []string{"refund_eligible"},
-				Bindings: []snapshot.Binding{{Arg: "order_id", Percept: "order", Op: string(toolgate.Equal)}},
+				Bindings: []snapshot.Binding{{Arg: "order_id", Percept: "order", Op: "equal"}},
 				Once:     &snapshot.Once{Fields: []string{"order_id"}, Limit: 1},
 				Approval: &snapshot.Approval{When: "amount > 100"}},
 		},

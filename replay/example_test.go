@@ -29,7 +29,7 @@ func ExampleTrace() {
 		}}
 	refund := toolgate.Tool{Unscoped: true, Name: "issue_refund", Result: "refund", Requires: []string{"refund_due"},
 		Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`),
-		Bindings:   []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}},
+		Bindings:   []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: "equal"}},
 		Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
 			return blackboard.Payload{"refund_id": "r-1"}, nil
 		}}

@@ -157,7 +157,7 @@ func newShopOn(t testing.TB, s *memstore.Store, validators ...kernel.Validator) 
 		}}
 	charge := toolgate.Tool{Unscoped: true, Name: "charge", Result: "receipt", Requires: []string{"chargeable"},
 		Parameters: json.RawMessage(`{"type":"object","properties":{"account":{"type":"string"},"card":{"type":"string","minLength":12},"amount":{"type":"number"}},"required":["account","card","amount"]}`),
-		Bindings:   []toolgate.Binding{{Arg: "account", Percept: "account", Op: toolgate.Equal}},
+		Bindings:   []toolgate.Binding{{Arg: "account", Percept: "account", Op: "equal"}},
 		Masked:     []string{"card"},
 		Approval:   "amount > 100",
 		Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {

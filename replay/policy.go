@@ -145,7 +145,7 @@ func (r *replayer) newGate(ctx context.Context, p snapshot.Policy) (*toolgate.Ga
 			ResultTTL: time.Duration(tp.ResultTTLMS) * time.Millisecond,
 			Retry:     toolgate.RetryPolicy{MaxAttempts: 1}, Effect: r.effect}
 		for _, b := range tp.Bindings {
-			t.Bindings = append(t.Bindings, toolgate.Binding{Arg: b.Arg, Percept: b.Percept, Field: b.Field, Op: toolgate.BindOp(b.Op)})
+			t.Bindings = append(t.Bindings, toolgate.Binding{Arg: b.Arg, Percept: b.Percept, Field: b.Field, Op: b.Op})
 		}
 		for _, d := range tp.Derives {
 			t.Derives = append(t.Derives, toolgate.Derive{Belief: d.Belief, Value: d.Value, Fields: d.Fields})

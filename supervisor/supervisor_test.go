@@ -80,7 +80,7 @@ func process(t *testing.T, s store.Store, w *world) *toolgate.Gate {
 func processWithLease(t *testing.T, s store.Store, w *world, lease time.Duration, clock func() time.Time) *toolgate.Gate {
 	t.Helper()
 	pay := json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`)
-	bound := []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}}
+	bound := []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: "equal"}, {Arg: "amount", Percept: "order", Op: "at_most"}}
 	tools := []toolgate.Tool{
 		{Unscoped: true, Name: "lookup_order", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
 			Result: "order", Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
@@ -545,7 +545,7 @@ func TestLeavesCallerDrivenToTheCaller(t *testing.T) {
 			Result: "order", Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 900.0}, nil
 			}}, {Unscoped: true, Name: "issue_refund", Parameters: pay, Requires: []string{"refund_due"}, Result: "refund", Idempotent: true,
-			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}},
+			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: "equal"}},
 			Approval: "true"}},
 		Lease:     time.Minute,
 		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},

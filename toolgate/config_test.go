@@ -24,7 +24,7 @@ func configTools() (lookup, refund toolgate.Tool) {
 		Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`)}
 	refund = toolgate.Tool{Name: "issue_refund", Unscoped: true, Result: "refund", Effect: effect, Requires: []string{"refund_due"},
 		Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`),
-		Bindings:   []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}}}
+		Bindings:   []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: "equal"}}}
 	return lookup, refund
 }
 
@@ -121,7 +121,7 @@ func TestNewRefusesUnproposableBelief(t *testing.T) {
 // kind.
 func TestNewRefusesBindingOnUnrestedPercept(t *testing.T) {
 	lookup, refund := configTools()
-	refund.Bindings = append(refund.Bindings, toolgate.Binding{Arg: "amount", Percept: "invoice", Op: toolgate.AtMost})
+	refund.Bindings = append(refund.Bindings, toolgate.Binding{Arg: "amount", Percept: "invoice", Op: "at_most"})
 	cfg := toolgate.Config{Kernel: kernel.Config{BeliefSpecs: refundDueSpec}, Tools: []toolgate.Tool{lookup, refund}}
 	refused(t, cfg, "issue_refund", "Bindings[1].Percept", toolgate.ErrInvalidConfig)
 
@@ -165,7 +165,7 @@ func TestNewRefusesOnceKeyFieldNotInSchema(t *testing.T) {
 func TestNewReportsEveryProblem(t *testing.T) {
 	lookup, refund := configTools()
 	lookup.Derives = []toolgate.Derive{{Belief: "customer_known", Value: "true"}}
-	refund.Bindings = []toolgate.Binding{{Arg: "amount", Percept: "invoice", Op: toolgate.AtMost}}
+	refund.Bindings = []toolgate.Binding{{Arg: "amount", Percept: "invoice", Op: "at_most"}}
 	refund.Once = &kernel.OnceKey{Fields: []string{"orderid"}}
 	credit := refund
 	credit.Name, credit.Requires, credit.Once = "issue_credit", []string{"credit_due"}, nil

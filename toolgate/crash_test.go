@@ -233,8 +233,8 @@ func crashWork(n int) []work {
 // orderBound binds a payment to the order its belief rests on: that
 // order, at most its amount.
 var orderBound = []toolgate.Binding{
-	{Arg: "order_id", Percept: "order", Op: toolgate.Equal},
-	{Arg: "amount", Percept: "order", Op: toolgate.AtMost},
+	{Arg: "order_id", Percept: "order", Op: "equal"},
+	{Arg: "amount", Percept: "order", Op: "at_most"},
 }
 
 // crashTools are the gate's tools; effect runs both paying tools.

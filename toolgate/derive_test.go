@@ -36,7 +36,7 @@ func deriveDesk(t *testing.T, d Derive, answer func(id string) order) (*Gate, *i
 	lookup := Func(Tool{Unscoped: true, Name: "lookup_order", Result: "order", Derives: []Derive{d}},
 		func(_ context.Context, _ Invocation, a lookupArgs) (order, error) { return answer(a.OrderID), nil })
 	refund := Func(Tool{Unscoped: true, Name: "issue_refund", Result: "refund", Requires: []string{"refund_due"},
-		Bindings: []Binding{{Arg: "order_id", Percept: "order", Op: Equal}}, Once: &kernel.OnceKey{Fields: []string{"order_id"}}},
+		Bindings: []Binding{{Arg: "order_id", Percept: "order", Op: "equal"}}, Once: &kernel.OnceKey{Fields: []string{"order_id"}}},
 		func(_ context.Context, _ Invocation, a refundArgs) (map[string]any, error) {
 			*refunds++
 			return map[string]any{"refunded": a.Amount}, nil

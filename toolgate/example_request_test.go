@@ -25,7 +25,7 @@ func ExampleGate_RecordRequest() {
 			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 				return blackboard.Payload{"order_id": inv.Args["order_id"]}, nil
 			}}, {Name: "issue_refund", Parameters: orderSchema, Result: "refund", Requires: []string{"refund_due"},
-			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}},
+			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: "equal"}},
 			Scope:    map[string]string{"order_id": "order"}, // the ticket's order only
 			Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
 				return blackboard.Payload{"refunded": true}, nil

@@ -40,8 +40,8 @@ func supportDesk(refunds *int) (*kernel.Kernel, *toolgate.Gate) {
 			Requires: []string{"refund_due"},
 			// The refund is of the order looked up, of at most its amount.
 			Bindings: []toolgate.Binding{
-				{Arg: "order_id", Percept: "order", Op: toolgate.Equal},
-				{Arg: "amount", Percept: "order", Op: toolgate.AtMost},
+				{Arg: "order_id", Percept: "order", Op: "equal"},
+				{Arg: "amount", Percept: "order", Op: "at_most"},
 			},
 			Result:   "refund",
 			Approval: "amount > 500",

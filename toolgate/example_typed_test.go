@@ -55,8 +55,8 @@ func ExampleFunc() {
 		Name: "issue_refund", Description: "Refund an order.", Result: "refund",
 		Requires: []string{"refund_due"},
 		Bindings: []toolgate.Binding{
-			{Arg: "order_id", Percept: "order", Op: toolgate.Equal},
-			{Arg: "amount", Percept: "order", Op: toolgate.AtMost},
+			{Arg: "order_id", Percept: "order", Op: "equal"},
+			{Arg: "amount", Percept: "order", Op: "at_most"},
 		},
 		Once: &kernel.OnceKey{Fields: []string{"order_id"}}, // each order refunded once
 	}, func(_ context.Context, inv toolgate.Invocation, a RefundArgs) (Refund, error) {

@@ -102,8 +102,8 @@ const (
 // orderBindings bind a refund to the order its refund_due belief rests
 // on: the same order, at most its amount.
 var orderBindings = []Binding{
-	{Arg: "order_id", Percept: "order", Op: Equal},
-	{Arg: "amount", Percept: "order", Op: AtMost},
+	{Arg: "order_id", Percept: "order", Op: "equal"},
+	{Arg: "amount", Percept: "order", Op: "at_most"},
 }
 
 // deskTools are the desk's tools; effect dispatches to the desk. Its

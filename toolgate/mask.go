@@ -124,7 +124,7 @@ func checkMasked(t *Tool) error {
 		}
 	}
 	for _, b := range t.Bindings {
-		if b.Op != Equal && slices.Contains(t.Masked, b.Arg) {
+		if b.Op != opEqual && slices.Contains(t.Masked, b.Arg) {
 			return fmt.Errorf("binding on masked argument %q is %s: a masked value can only be compared for equality", b.Arg, b.Op)
 		}
 	}

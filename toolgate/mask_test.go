@@ -245,7 +245,7 @@ func TestMaskedNewRefuses(t *testing.T) {
 	if _, err := New(ctx, cfg([]byte("short"))); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("short key: %v, want ErrInvalidConfig", err)
 	}
-	tools[1].Masked = []string{"amount"} // bound AtMost
+	tools[1].Masked = []string{"amount"} // bound at_most
 	if _, err := New(ctx, cfg(testMaskKey)); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("at_most on a masked argument: %v, want ErrInvalidConfig", err)
 	}

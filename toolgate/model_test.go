@@ -389,8 +389,8 @@ func (p *modelProc) tools() []toolgate.Tool {
 			Parameters: obj(`"order_id":{"type":"string"},"amount":{"type":"number","minimum":1}`, "order_id", "amount"),
 			Requires:   []string{"refund_due"},
 			Bindings: []toolgate.Binding{
-				{Arg: "order_id", Percept: "order", Op: toolgate.Equal},
-				{Arg: "amount", Percept: "order", Op: toolgate.AtMost},
+				{Arg: "order_id", Percept: "order", Op: "equal"},
+				{Arg: "amount", Percept: "order", Op: "at_most"},
 			},
 			Once: &kernel.OnceKey{Fields: []string{"order_id"}},
 			// The model's traces serve no recorded request: what it tests is

@@ -43,7 +43,7 @@ func newScopeDesk(t *testing.T) *scopeDesk {
 				return blackboard.Payload{"order_id": id, "amount": orders[id]}, nil
 			}}, {Name: "issue_refund", Result: "refund", Requires: []string{"refund_due"},
 			Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`),
-			Bindings:   []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}},
+			Bindings:   []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: "equal"}, {Arg: "amount", Percept: "order", Op: "at_most"}},
 			Scope:      map[string]string{"order_id": "order"}, Once: &kernel.OnceKey{Fields: []string{"order_id"}},
 			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 				id, _ := inv.Args["order_id"].(string)

@@ -39,7 +39,7 @@ func (x *executor) snapshot(c Config) snapshot.Policy {
 			Unbound: e.Unbound, Scope: maps.Clone(e.Scope), Unscoped: e.Unscoped, Idempotent: e.Idempotent, ReadOnly: e.ReadOnly, Result: e.resultKind(), ResultTTLMS: e.ResultTTL.Milliseconds(),
 			Masked: slices.Clone(e.Masked)}
 		for _, b := range e.Bindings {
-			tp.Bindings = append(tp.Bindings, snapshot.Binding{Arg: b.Arg, Percept: b.Percept, Field: b.Field, Op: string(b.Op)})
+			tp.Bindings = append(tp.Bindings, snapshot.Binding{Arg: b.Arg, Percept: b.Percept, Field: b.Field, Op: b.Op})
 		}
 		for _, d := range e.Derives {
 			tp.Derives = append(tp.Derives, snapshot.Derive{Belief: d.Belief, Value: d.Value, Fields: maps.Clone(d.Fields)})

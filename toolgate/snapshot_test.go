@@ -53,7 +53,7 @@ func TestPolicySnapshot(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		p := decodedPolicy(t, d.g)
 		if len(p.Tools) != 3 || p.Tools[1].Name != "issue_refund" || p.Tools[1].Approval == nil || p.Tools[1].Approval.When != "amount > 500" ||
-			!reflect.DeepEqual(p.Tools[1].Bindings, []snapshot.Binding{{Arg: "order_id", Percept: "order", Op: string(Equal)}, {Arg: "amount", Percept: "order", Op: string(AtMost)}}) || p.Tools[1].Result != "refund" || p.Tools[0].Requires != nil ||
+			!reflect.DeepEqual(p.Tools[1].Bindings, []snapshot.Binding{{Arg: "order_id", Percept: "order", Op: "equal"}, {Arg: "amount", Percept: "order", Op: "at_most"}}) || p.Tools[1].Result != "refund" || p.Tools[0].Requires != nil ||
 			!json.Valid(p.Tools[0].Parameters) || !strings.Contains(string(p.Tools[0].Parameters), "order_id") {
 			t.Errorf("tools: %+v", p.Tools)
 		}

@@ -145,8 +145,8 @@ type Tool struct {
 	// before anything is written, so that the action, its decision
 	// records, its result and what the inspector shows hold the hash.
 	// Equal values give equal hashes, so once-keys, the approval digest,
-	// retry keys and Equal bindings still bind to the real values; an
-	// AtMost or AtLeast binding on a masked argument is refused by New.
+	// retry keys and "equal" bindings still bind to the real values; an
+	// "at_most" or "at_least" binding on a masked argument is refused by New.
 	// The effect gets the real arguments, which the gate holds in memory
 	// for the call only, and the caller gets the real output; an effect
 	// started later without them (after a crash, or by [Gate.Execute]

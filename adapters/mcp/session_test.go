@@ -49,7 +49,7 @@ func sessionGate(t *testing.T, refunds *atomic.Int32) *toolgate.Gate {
 			return order{OrderID: a.OrderID, Amount: 80}, nil
 		})
 	issue := toolgate.Func(toolgate.Tool{Unscoped: true, Name: "issue_refund", Result: "refund", Requires: []string{"refund_due"},
-		Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}},
+		Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: "equal"}},
 		Once:     &kernel.OnceKey{Fields: []string{"order_id"}}, Approval: "amount > 500"},
 		func(_ context.Context, _ toolgate.Invocation, a refundArgs) (refund, error) {
 			refunds.Add(1)

@@ -67,7 +67,7 @@ func newDeskOn(t *testing.T, s store.Store, order string, mods ...func(*toolgate
 			}},
 		{Unscoped: true, Name: "issue_refund", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`),
 			Requires: []string{"refund_due"}, Result: "refund", Approval: "amount > 500",
-			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}},
+			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: "equal"}, {Arg: "amount", Percept: "order", Op: "at_most"}},
 			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 				if d.failures.Add(-1) >= 0 {
 					return nil, toolgate.Retryable(toolgate.Recordable(errors.New("payment API: 503 service unavailable")))

@@ -223,8 +223,8 @@ func newEnv(t testing.TB, framework bool) *Env {
 				`"required":["order_id","amount"]}`),
 			Requires: []string{"refund_due"},
 			Bindings: []toolgate.Binding{
-				{Arg: "order_id", Percept: "order", Op: toolgate.Equal},
-				{Arg: "amount", Percept: "order", Op: toolgate.AtMost},
+				{Arg: "order_id", Percept: "order", Op: "equal"},
+				{Arg: "amount", Percept: "order", Op: "at_most"},
 			},
 			Once:     &kernel.OnceKey{Fields: []string{"order_id"}},
 			Result:   "refund",

@@ -44,8 +44,8 @@ func orderGate(t testing.TB, note string) *toolgate.Gate {
 			Derives: []toolgate.Derive{{Belief: "refund_due", Value: "result.amount > 0.0",
 				Fields: map[string]string{"order_id": "result.order_id"}}}}, lookup), toolgate.Func(toolgate.Tool{Unscoped: true, Name: "issue_refund", Result: "refund", Requires: []string{"refund_due"},
 			Description: "Refund an order.",
-			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal},
-				{Arg: "amount", Percept: "order", Op: toolgate.AtMost}},
+			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: "equal"},
+				{Arg: "amount", Percept: "order", Op: "at_most"}},
 			Once: &kernel.OnceKey{Fields: []string{"order_id"}}}, refund)},
 		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	})
