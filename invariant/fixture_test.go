@@ -51,8 +51,8 @@ func newDesk(t *testing.T) *desk {
 			return map[string]any{"order_id": a.OrderID, "amount": 900.0, "refundable": true}, nil
 		})
 	refund := toolgate.Func(toolgate.Tool{Name: "issue_refund", Result: "refund", Requires: []string{"refund_due"},
-		Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}}, Once: &kernel.OnceKey{Fields: []string{"order_id"}},
-		Approval: toolgate.ApprovalPolicy{When: "amount > 100"}, Scope: map[string]string{"order_id": "order"}},
+		Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: "equal"}}, Once: &kernel.OnceKey{Fields: []string{"order_id"}},
+		Approval: "amount > 100", Scope: map[string]string{"order_id": "order"}},
 		func(_ context.Context, _ toolgate.Invocation, a refundArgs) (map[string]any, error) {
 			return map[string]any{"refund_id": "re_1", "refunded": a.Amount}, nil
 		})
@@ -60,7 +60,7 @@ func newDesk(t *testing.T) *desk {
 		Kernel:    kernel.Config{Store: st},
 		Tools:     []toolgate.Tool{lookup, refund},
 		MaskKey:   []byte("0123456789abcdef0123456789abcdef"),
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	})
 	if err != nil {
 		t.Fatal(err)

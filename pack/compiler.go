@@ -12,7 +12,6 @@ import (
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/canon"
 	"github.com/blackboardkernel/bk/kernel"
-	"github.com/blackboardkernel/bk/toolgate"
 )
 
 // Shares is the part of the window each section is given, by section name
@@ -166,8 +165,6 @@ func checkInput(run Run, in Input) error {
 	switch {
 	case run.TraceID == "":
 		return newErr("compile", "", ErrInvalid, "no trace")
-	case run.Mode != toolgate.SafetyNormal && run.Mode != toolgate.SafetyReadOnly:
-		return newErr("compile", "", ErrInvalid, "safety mode %q (want %q or %q)", run.Mode, toolgate.SafetyNormal, toolgate.SafetyReadOnly)
 	case strings.TrimSpace(in.Mission) == "":
 		return newErr("compile", sectionMission, ErrInvalid, "no mission")
 	}
@@ -222,7 +219,7 @@ func validText(run Run, in Input) (string, bool) {
 // allocation kept, and hashes them.
 func (c *Compiler) assemble(run Run, in Input, secs []*section) (*Pack, error) {
 	p := &Pack{
-		Encoding: c.encoding, Window: c.window, Mode: run.Mode, Intent: run.Intent, Role: run.Role,
+		Encoding: c.encoding, Window: c.window, Mode: run.mode(), Intent: run.Intent, Role: run.Role,
 		Policy: in.Policy.Hash, traceID: run.TraceID,
 		sections: make([]sectionUse, 0, len(secs)),
 		Manifest: Manifest{Policy: in.Policy, Tools: []string{}, evidence: []evidenceItem{}, memory: []memoryItem{}, cuts: []sectionCut{}},
@@ -267,7 +264,7 @@ func (c *Compiler) assemble(run Run, in Input, secs []*section) (*Pack, error) {
 // controls are the run controls: the safety mode, what is left of each
 // limited budget, and the tools that need an approval.
 func controls(run Run, in Input) runControls {
-	ctl := runControls{Mode: string(run.Mode), Approval: in.Policy.Approval}
+	ctl := runControls{Mode: run.mode(), Approval: in.Policy.Approval}
 	if run.Budget != nil {
 		snap := run.Budget.Snapshot()
 		for _, res := range budget.Resources() {

@@ -63,7 +63,7 @@ func ExampleCompiler_Compile() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	p, err := c.Compile(ctx, k.Reader(), pack.Run{TraceID: "t1", Mode: toolgate.SafetyReadOnly, Intent: "refund"}, pack.Input{
+	p, err := c.Compile(ctx, k.Reader(), pack.Run{TraceID: "t1", ReadOnly: true, Intent: "refund"}, pack.Input{
 		Mission:     "Resolve the refund request for order A-17.",
 		Constraints: []string{"Never refund more than the order amount."},
 		Progress:    []pack.Step{{Turn: 1, Tool: "lookup_order", OK: true, Note: "order A-17 found"}},

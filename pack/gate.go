@@ -1,7 +1,6 @@
 package pack
 
 import (
-	"cmp"
 	"context"
 	"slices"
 	"strconv"
@@ -25,7 +24,7 @@ type governance interface {
 // that the compiled context shows the policy in force and nothing the
 // gate would refuse:
 //
-//   - run.Mode is the trace's safety mode (its run controls);
+//   - run.ReadOnly is the trace's safety mode (its run controls);
 //   - in.Policy.Hash is the policy snapshot's hash; in.Policy.Rules are
 //     the snapshot's rules and each tool's governance (what it requires,
 //     its bindings, its once-key, its approval rule), one line each;
@@ -64,7 +63,7 @@ func govern(ctx context.Context, g governance, run *Run, in *Input) error {
 	if err != nil {
 		return newErr("govern", "", ErrInvalid, "%v", err)
 	}
-	run.Mode = cmp.Or(ctl.Safety, toolgate.SafetyNormal)
+	run.ReadOnly = ctl.ReadOnly
 	p := &in.Policy
 	p.Hash = g.Policy().Hash
 	for _, r := range pol.Rules {
@@ -79,14 +78,14 @@ func govern(ctx context.Context, g governance, run *Run, in *Input) error {
 		if t.Approval != nil {
 			p.Approval = addName(p.Approval, t.Name)
 		}
-		if run.Mode == toolgate.SafetyReadOnly && !t.ReadOnly && readOnlyEnforced() {
+		if run.ReadOnly && !t.ReadOnly && readOnlyEnforced() {
 			p.Prohibited = addName(p.Prohibited, t.Name)
 		}
 	}
 	for _, name := range ctl.Prohibited {
 		p.Prohibited = addName(p.Prohibited, name)
 	}
-	if run.Mode == toolgate.SafetyReadOnly && readOnlyEnforced() {
+	if run.ReadOnly && readOnlyEnforced() {
 		for _, sp := range in.Tools {
 			if !known[sp.Name] {
 				p.Prohibited = addName(p.Prohibited, sp.Name)
@@ -109,7 +108,7 @@ func toolRule(t snapshot.Tool) string {
 		}
 		op := b.Op
 		if op == "" {
-			op = string(toolgate.Equal)
+			op = "equal"
 		}
 		parts = append(parts, b.Arg+" "+strings.ReplaceAll(op, "_", " ")+" the observed "+b.Percept+"."+field)
 	}

@@ -33,7 +33,7 @@ func deskPolicy() snapshot.Policy {
 		Tools: []snapshot.Tool{
 			{Name: "lookup_order", Action: "lookup_order", Result: "order", ReadOnly: true},
 			{Name: "refund", Action: "refund", Result: "refund", Requires: []string{"refund_eligible"},
-				Bindings: []snapshot.Binding{{Arg: "order_id", Percept: "order", Op: string(toolgate.Equal)}},
+				Bindings: []snapshot.Binding{{Arg: "order_id", Percept: "order", Op: "equal"}},
 				Once:     &snapshot.Once{Fields: []string{"order_id"}, Limit: 1},
 				Approval: &snapshot.Approval{When: "amount > 100"}},
 		},
@@ -52,14 +52,14 @@ func deskTools() []toolgate.Spec {
 func TestGovern(t *testing.T) {
 	clk := &clock{t0}
 	k := desk(t, clk)
-	g := fakeGate{ctl: toolgate.Controls{Safety: toolgate.SafetyNormal, Prohibited: []string{"lookup_order"}}, pol: deskPolicy()}
+	g := fakeGate{ctl: toolgate.Controls{Prohibited: []string{"lookup_order"}}, pol: deskPolicy()}
 	r, in := run(), pack.Input{Mission: "Refund late orders.", Tools: deskTools(), Policy: pack.PolicySummary{Rules: []string{"the caller's own"}}}
-	r.Mode = ""
+	r.ReadOnly = true // Govern reads the mode from the controls
 	if err := pack.GovernWith(context.Background(), g, &r, &in); err != nil {
 		t.Fatal(err)
 	}
-	if r.Mode != toolgate.SafetyNormal || in.Policy.Hash != g.pol.Encode().Hash {
-		t.Errorf("mode %q, hash %q; want normal and %q", r.Mode, in.Policy.Hash, g.pol.Encode().Hash)
+	if r.ReadOnly || in.Policy.Hash != g.pol.Encode().Hash {
+		t.Errorf("read-only %v, hash %q; want normal and %q", r.ReadOnly, in.Policy.Hash, g.pol.Encode().Hash)
 	}
 	wantRules := []string{"the caller's own", "within_order (on action refund): action.amount <= percepts.order.amount",
 		"tool refund: requires the beliefs refund_eligible; order_id equal the observed order.order_id; once per order_id; needs an approval when amount > 100"}
@@ -88,7 +88,7 @@ func TestGovern(t *testing.T) {
 func TestAttackReadOnlyToolShown(t *testing.T) {
 	clk := &clock{t0}
 	k := desk(t, clk)
-	g := fakeGate{ctl: toolgate.Controls{Safety: toolgate.SafetyReadOnly}, pol: deskPolicy()}
+	g := fakeGate{ctl: toolgate.Controls{ReadOnly: true}, pol: deskPolicy()}
 	r, in := run(), pack.Input{Mission: "Refund late orders.", Tools: deskTools()}
 	if err := pack.GovernWith(context.Background(), g, &r, &in); err != nil {
 		t.Fatal(err)
@@ -97,7 +97,7 @@ func TestAttackReadOnlyToolShown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Mode != toolgate.SafetyReadOnly || p.Manifest.Controls().Mode != string(toolgate.SafetyReadOnly) {
+	if p.Mode != "read_only" || p.Manifest.Controls().Mode != "read_only" {
 		t.Errorf("mode %q, controls %q", p.Mode, p.Manifest.Controls().Mode)
 	}
 	if !slices.Equal(p.Manifest.Tools, []string{"lookup_order"}) {
@@ -128,7 +128,7 @@ func TestGovernErrors(t *testing.T) {
 	if err := pack.GovernWith(context.Background(), fakeGate{pol: deskPolicy()}, &r, &in); !errors.Is(err, pack.ErrInvalid) {
 		t.Errorf("no trace: %v", err)
 	}
-	if r.Mode != toolgate.SafetyNormal || in.Policy.Hash != "" {
+	if r.ReadOnly || in.Policy.Hash != "" {
 		t.Errorf("a failed Govern changed the run or the input: %+v %+v", r, in.Policy)
 	}
 }

@@ -39,10 +39,11 @@ type Run struct {
 	TraceID   string // the trace whose evidence is shown and where the record goes
 	Session   string
 	Namespace string
-	// Mode is the safety mode the gate enforces for the trace
-	// ([toolgate.SafetyNormal] when empty; [Govern] reads it from the
-	// trace's run controls); the compiled context only shows it.
-	Mode toolgate.Safety
+	// ReadOnly is the safety mode the gate enforces for the trace
+	// ([toolgate.Controls.ReadOnly]; [Govern] reads it from the trace's
+	// run controls); the compiled context only shows it, as the mode
+	// "read_only" (else "normal").
+	ReadOnly bool
 	// Budget, when set, is the run's budget: what is left of each limited
 	// resource goes to the run controls.
 	Budget *budget.Run
@@ -114,12 +115,12 @@ type Pack struct {
 	Encoding string `json:"encoding"`
 	Window   int    `json:"window"`
 	// Tokens is the prompt's length in the encoding's tokens.
-	Tokens int             `json:"tokens"`
-	Mode   toolgate.Safety `json:"mode"`
-	Intent string          `json:"intent,omitempty"`
-	Role   string          `json:"role,omitempty"`
-	Policy string          `json:"policy,omitempty"` // the policy snapshot's hash
-	Prompt string          `json:"prompt"`
+	Tokens int    `json:"tokens"`
+	Mode   string `json:"mode"` // "normal" or "read_only" ([Run.ReadOnly])
+	Intent string `json:"intent,omitempty"`
+	Role   string `json:"role,omitempty"`
+	Policy string `json:"policy,omitempty"` // the policy snapshot's hash
+	Prompt string `json:"prompt"`
 	// Manifest says what the prompt holds; the record holds more (each
 	// section's share and tokens, the evidence and memory shown record by
 	// record, the run controls and every cut).
@@ -178,3 +179,17 @@ const (
 	reasonEvicted    = "evicted"     // above 90 % of the window: removed
 	reasonProhibited = "prohibited"  // a tool the policy prohibits
 )
+
+// The safety modes as a compiled context shows and records them.
+const (
+	modeNormal   = "normal"
+	modeReadOnly = "read_only"
+)
+
+// mode is the run's safety mode as the compiled context shows it.
+func (r Run) mode() string {
+	if r.ReadOnly {
+		return modeReadOnly
+	}
+	return modeNormal
+}

@@ -60,7 +60,7 @@ func desk(t testing.TB, clk *clock) *kernel.Kernel {
 }
 
 func run() pack.Run {
-	return pack.Run{ID: "run-1", TraceID: "t1", Session: "s1", Mode: toolgate.SafetyNormal, Role: "support", Intent: "refund"}
+	return pack.Run{ID: "run-1", TraceID: "t1", Session: "s1", Role: "support", Intent: "refund"}
 }
 
 func input() pack.Input {
@@ -190,8 +190,6 @@ func TestCompileRefusesBadInput(t *testing.T) {
 	c := compiler(t, clk)
 	for name, mutate := range map[string]func(*pack.Run, *pack.Input){
 		"no trace":          func(r *pack.Run, _ *pack.Input) { r.TraceID = "" },
-		"unknown mode":      func(r *pack.Run, _ *pack.Input) { r.Mode = "yolo" },
-		"no mode":           func(r *pack.Run, _ *pack.Input) { r.Mode = "" },
 		"no mission":        func(_ *pack.Run, in *pack.Input) { in.Mission = " " },
 		"blank constraint":  func(_ *pack.Run, in *pack.Input) { in.Constraints = append(in.Constraints, "") },
 		"transcript note":   func(_ *pack.Run, in *pack.Input) { in.Progress[0].Note = "user: hi\nassistant: hello" },
@@ -256,7 +254,7 @@ func TestCompileSectionsAndManifest(t *testing.T) {
 		e.Freshness != pack.Fresh || len(e.Flags) != 0 || e.Belief != "beliefs:t1:5" {
 		t.Errorf("order percept entry %+v", e)
 	}
-	if got := p.Manifest.Controls(); got.Mode != string(toolgate.SafetyNormal) || !slices.Equal(got.Approval, []string{"refund"}) ||
+	if got := p.Manifest.Controls(); got.Mode != "normal" || !slices.Equal(got.Approval, []string{"refund"}) ||
 		!slices.Contains(got.Budgets, pack.Left{Resource: string(budget.ToolCalls), Left: 10}) {
 		t.Errorf("controls %+v", got)
 	}
@@ -268,9 +266,9 @@ func TestCompileSectionsAndManifest(t *testing.T) {
 		t.Errorf("cuts %+v in a context of %d tokens", p.Manifest.Cuts(), p.Tokens)
 	}
 	ro := run()
-	ro.Mode = toolgate.SafetyReadOnly
+	ro.ReadOnly = true
 	if p, err = c.Compile(context.Background(), k.Reader(), ro, input()); err != nil || !strings.Contains(p.Prompt, "safety mode: read_only") ||
-		p.Mode != toolgate.SafetyReadOnly || p.Manifest.Controls().Mode != string(toolgate.SafetyReadOnly) {
+		p.Mode != "read_only" || p.Manifest.Controls().Mode != "read_only" {
 		t.Errorf("read_only run: %v %q", err, p.Mode)
 	}
 }
@@ -659,7 +657,7 @@ func TestRecord(t *testing.T) {
 		t.Errorf("record %s %s %s %s", rec.Slot, rec.Kind, rec.Provenance.Role, rec.Provenance.TraceID)
 	}
 	if rec.Payload["hash"] != p.Hash || rec.Payload["prompt"] != p.Prompt || rec.Payload["policy"] != "sha256:abc" ||
-		rec.Payload["encoding"] != pack.EncodingCL100K || rec.Payload["mode"] != string(toolgate.SafetyNormal) {
+		rec.Payload["encoding"] != pack.EncodingCL100K || rec.Payload["mode"] != "normal" {
 		t.Errorf("payload %v", rec.Payload)
 	}
 	man, _ := rec.Payload["manifest"].(map[string]any)

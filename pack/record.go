@@ -55,7 +55,7 @@ func (p *Pack) payload() (map[string]any, error) {
 // value is the pack as the JSON value its encoding holds (without the
 // hash), built directly: [canon.Digest] of it is the hash.
 func (p *Pack) value() map[string]any {
-	m := map[string]any{"encoding": p.Encoding, "window": p.Window, "tokens": p.Tokens, "mode": string(p.Mode), "prompt": p.Prompt}
+	m := map[string]any{"encoding": p.Encoding, "window": p.Window, "tokens": p.Tokens, "mode": p.Mode, "prompt": p.Prompt}
 	put := func(m map[string]any, key string, v string) {
 		if v != "" {
 			m[key] = v
@@ -97,7 +97,7 @@ func (p *Pack) value() map[string]any {
 	for i, r := range mf.memory {
 		mem[i] = map[string]any{"id": r.ID, "slot": r.Slot, "kind": r.Kind, "age_ms": r.AgeMS}
 	}
-	ctl := map[string]any{"mode": string(mf.controls.Mode)}
+	ctl := map[string]any{"mode": mf.controls.Mode}
 	if len(mf.controls.Budgets) > 0 {
 		b := make([]any, len(mf.controls.Budgets))
 		for i, l := range mf.controls.Budgets {

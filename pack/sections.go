@@ -16,7 +16,6 @@ import (
 	"github.com/blackboardkernel/bk/canon"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store"
-	"github.com/blackboardkernel/bk/toolgate"
 )
 
 // item is one unit of a section: a line (or a block) of the prompt, whose
@@ -196,8 +195,8 @@ func toolLine(name, desc string, params json.RawMessage) string {
 }
 
 func controlLines(run Run, ctl runControls) []string {
-	mode := "- safety mode: " + string(ctl.Mode)
-	if ctl.Mode == string(toolgate.SafetyReadOnly) {
+	mode := "- safety mode: " + ctl.Mode
+	if ctl.Mode == modeReadOnly {
 		mode += " (tools with effects are neither shown nor run)"
 	}
 	lines := []string{mode}

@@ -100,8 +100,8 @@ const (
 	// of its trace: no record, another kind or slot, another trace, or a
 	// record not written by the kernel's Governor. Nothing was proposed.
 	ContextInvalid = Code("CONTEXT_INVALID")
-	// ReadOnlyMode: the trace is in toolgate.SafetyReadOnly and the tool is
-	// effectful. Nothing was proposed; an action of the tool not yet
+	// ReadOnlyMode: the trace is read-only (toolgate.Controls.ReadOnly)
+	// and the tool is effectful. Nothing was proposed; an action of the tool not yet
 	// started when the trace became read-only never starts.
 	ReadOnlyMode = Code("READ_ONLY_MODE")
 	// ToolProhibited: the trace's run controls prohibit the tool.

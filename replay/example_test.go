@@ -29,7 +29,7 @@ func ExampleTrace() {
 		}}
 	refund := toolgate.Tool{Unscoped: true, Name: "issue_refund", Result: "refund", Requires: []string{"refund_due"},
 		Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`),
-		Bindings:   []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}},
+		Bindings:   []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: "equal"}},
 		Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
 			return blackboard.Payload{"refund_id": "r-1"}, nil
 		}}
@@ -41,7 +41,7 @@ func ExampleTrace() {
 	g, err := toolgate.New(ctx, toolgate.Config{
 		Kernel:    kernel.Config{Store: store, Validators: []kernel.Validator{rs}},
 		Tools:     []toolgate.Tool{lookup, refund},
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	})
 	if err != nil {
 		fmt.Println(err)

@@ -157,9 +157,9 @@ func newShopOn(t testing.TB, s *memstore.Store, validators ...kernel.Validator) 
 		}}
 	charge := toolgate.Tool{Unscoped: true, Name: "charge", Result: "receipt", Requires: []string{"chargeable"},
 		Parameters: json.RawMessage(`{"type":"object","properties":{"account":{"type":"string"},"card":{"type":"string","minLength":12},"amount":{"type":"number"}},"required":["account","card","amount"]}`),
-		Bindings:   []toolgate.Binding{{Arg: "account", Percept: "account", Op: toolgate.Equal}},
+		Bindings:   []toolgate.Binding{{Arg: "account", Percept: "account", Op: "equal"}},
 		Masked:     []string{"card"},
-		Approval:   toolgate.ApprovalPolicy{When: "amount > 100"},
+		Approval:   "amount > 100",
 		Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 			sh.effects++
 			if sh.fail {
@@ -174,7 +174,7 @@ func newShopOn(t testing.TB, s *memstore.Store, validators ...kernel.Validator) 
 			Validators: validators},
 		Tools:     []toolgate.Tool{lookup, charge},
 		MaskKey:   []byte("a test key of thirty-two bytes.."),
-		Contracts: []toolgate.Contract{{Name: "clerk", Tools: []string{"lookup", "charge"}}},
+		Contracts: map[string][]string{"clerk": {"lookup", "charge"}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -145,7 +145,7 @@ func (r *replayer) newGate(ctx context.Context, p snapshot.Policy) (*toolgate.Ga
 			ResultTTL: time.Duration(tp.ResultTTLMS) * time.Millisecond,
 			Retry:     toolgate.RetryPolicy{MaxAttempts: 1}, Effect: r.effect}
 		for _, b := range tp.Bindings {
-			t.Bindings = append(t.Bindings, toolgate.Binding{Arg: b.Arg, Percept: b.Percept, Field: b.Field, Op: toolgate.BindOp(b.Op)})
+			t.Bindings = append(t.Bindings, toolgate.Binding{Arg: b.Arg, Percept: b.Percept, Field: b.Field, Op: b.Op})
 		}
 		for _, d := range tp.Derives {
 			t.Derives = append(t.Derives, toolgate.Derive{Belief: d.Belief, Value: d.Value, Fields: d.Fields})
@@ -153,8 +153,12 @@ func (r *replayer) newGate(ctx context.Context, p snapshot.Policy) (*toolgate.Ga
 		if tp.Once != nil {
 			t.Once = &kernel.OnceKey{Fields: tp.Once.Fields, Percept: tp.Once.Percept, Limit: tp.Once.Limit}
 		}
-		if tp.Approval != nil {
-			t.Approval = toolgate.ApprovalPolicy{Always: tp.Approval.Always, When: tp.Approval.When}
+		switch {
+		case tp.Approval == nil:
+		case tp.Approval.Always:
+			t.Approval = "true"
+		default:
+			t.Approval = tp.Approval.When
 		}
 		for _, c := range r.cfg.tools {
 			if c.name == tp.Name && c.change != nil {
@@ -162,7 +166,7 @@ func (r *replayer) newGate(ctx context.Context, p snapshot.Policy) (*toolgate.Ga
 			}
 		}
 		for _, f := range tp.Masked {
-			if t.Approval.When != "" && strings.Contains(t.Approval.When, f) {
+			if strings.Contains(t.Approval, f) {
 				r.note("tool %s: its approval rule reads the masked field %s, which the replay has only as its hash", tp.Name, f)
 			}
 		}
@@ -172,12 +176,17 @@ func (r *replayer) newGate(ctx context.Context, p snapshot.Policy) (*toolgate.Ga
 		Kernel: kernel.Config{Store: r.store, Namespace: r.ns, Clock: r.clock},
 		Tools:  tools,
 	}
-	for _, c := range p.Contracts {
-		cfg.Contracts = append(cfg.Contracts, toolgate.Contract{Name: c.Name, Tools: c.Tools})
+	groups := func(gs []snapshot.Group) map[string][]string {
+		if len(gs) == 0 {
+			return nil
+		}
+		m := make(map[string][]string, len(gs))
+		for _, g := range gs {
+			m[g.Name] = g.Tools
+		}
+		return m
 	}
-	for _, in := range p.Intents {
-		cfg.Intents = append(cfg.Intents, toolgate.Intent{Name: in.Name, Tools: in.Tools})
-	}
+	cfg.Contracts, cfg.Intents = groups(p.Contracts), groups(p.Intents)
 	if len(p.Rules) > 0 {
 		rs, err := rules.New(p.Rules...)
 		if err != nil {

@@ -133,7 +133,7 @@ func TestTightenedRuleChangesExactlyTheLargeRefunds(t *testing.T) {
 func TestWithToolApproval(t *testing.T) {
 	s := openDesk(t, deskDB(t))
 	rep, err := replay.Trace(context.Background(), s, deskNS, "T1", replay.WithTool("issue_refund", func(tp *toolgate.Tool) {
-		tp.Approval = toolgate.ApprovalPolicy{Always: true}
+		tp.Approval = "true"
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -332,7 +332,7 @@ func TestRuleExpressionOnly(t *testing.T) {
 func TestControlsAndContext(t *testing.T) {
 	ctx := context.Background()
 	sh := newShop(t)
-	if err := sh.g.Restrict(ctx, "ro", toolgate.Controls{Safety: toolgate.SafetyReadOnly}); err != nil {
+	if err := sh.g.Restrict(ctx, "ro", toolgate.Controls{ReadOnly: true}); err != nil {
 		t.Fatal(err)
 	}
 	cc, err := sh.g.Kernel().Governor().Append(ctx, kernel.Follow{Role: blackboard.RoleKernel, Entry: kernel.Entry{TraceID: "ro",

@@ -30,14 +30,14 @@ func TestScopedRequestReplayed(t *testing.T) {
 		}}
 	charge := toolgate.Tool{Name: "charge", Result: "receipt", Requires: []string{"chargeable"}, Scope: map[string]string{"account": "account"},
 		Parameters: json.RawMessage(`{"type":"object","properties":{"account":{"type":"string"},"amount":{"type":"number"}},"required":["account","amount"]}`),
-		Bindings:   []toolgate.Binding{{Arg: "account", Percept: "account", Op: toolgate.Equal}},
+		Bindings:   []toolgate.Binding{{Arg: "account", Percept: "account", Op: "equal"}},
 		Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 			return blackboard.Payload{"charged": inv.Args["amount"]}, nil
 		}}
 	g, err := toolgate.New(ctx, toolgate.Config{
 		Kernel:    kernel.Config{Store: s, Namespace: "shop"},
 		Tools:     []toolgate.Tool{lookup, charge},
-		Contracts: []toolgate.Contract{{Name: "clerk", Tools: []string{"lookup", "charge"}}},
+		Contracts: map[string][]string{"clerk": {"lookup", "charge"}},
 	})
 	if err != nil {
 		t.Fatal(err)

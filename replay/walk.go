@@ -436,7 +436,7 @@ func (r *replayer) restrict(ctx context.Context, rec blackboard.Record) error {
 	if h, _ := rec.Payload["policy"].(string); r.gates[h] != nil {
 		g = r.gates[h]
 	}
-	if err := g.Restrict(ctx, r.trace, toolgate.Controls{Safety: toolgate.Safety(mode), Prohibited: prohibited}); err != nil {
+	if err := g.Restrict(ctx, r.trace, toolgate.Controls{ReadOnly: mode == "read_only", Prohibited: prohibited}); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

@@ -23,16 +23,16 @@ func ExampleSupervisor_Start() {
 	sent, refunds := 0, 0
 	crash := func() {} // the email's process dies after sending
 	pay := json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`)
-	bound := []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}}
+	bound := []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: "equal"}, {Arg: "amount", Percept: "order", Op: "at_most"}}
 	g, err := toolgate.New(ctx, toolgate.Config{
 		Kernel:    kernel.Config{BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}}},
 		Lease:     time.Second,
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund", "send_email"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund", "send_email"}},
 		Tools: []toolgate.Tool{{Unscoped: true, Name: "lookup_order", Result: "order",
 			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 700.0}, nil
 			}}, {Unscoped: true, Name: "issue_refund", Parameters: pay, Requires: []string{"refund_due"}, Bindings: bound,
-			Once: &kernel.OnceKey{Fields: []string{"order_id"}}, Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
+			Once: &kernel.OnceKey{Fields: []string{"order_id"}}, Approval: "amount > 500",
 			Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
 				refunds++
 				return blackboard.Payload{"refund_id": "re_1"}, nil

@@ -80,7 +80,7 @@ func process(t *testing.T, s store.Store, w *world) *toolgate.Gate {
 func processWithLease(t *testing.T, s store.Store, w *world, lease time.Duration, clock func() time.Time) *toolgate.Gate {
 	t.Helper()
 	pay := json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`)
-	bound := []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}}
+	bound := []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: "equal"}, {Arg: "amount", Percept: "order", Op: "at_most"}}
 	tools := []toolgate.Tool{
 		{Unscoped: true, Name: "lookup_order", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
 			Result: "order", Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
@@ -88,10 +88,10 @@ func processWithLease(t *testing.T, s store.Store, w *world, lease time.Duration
 			}},
 		// The payment API honours the key: a crashed attempt is re-driven.
 		{Unscoped: true, Name: "issue_refund", Parameters: pay, Requires: []string{"refund_due"}, Bindings: bound, Result: "refund",
-			Idempotent: true, Approval: toolgate.ApprovalPolicy{When: "amount > 500"}, Effect: w.effect(blackboard.Payload{"refunded": true})},
+			Idempotent: true, Approval: "amount > 500", Effect: w.effect(blackboard.Payload{"refunded": true})},
 		// An email has no key: it is sent at most once.
 		{Unscoped: true, Name: "send_email", Parameters: pay, Requires: []string{"refund_due"}, Bindings: bound, Result: "email",
-			Approval: toolgate.ApprovalPolicy{When: "amount > 500"}, Effect: w.effect(blackboard.Payload{"sent": true})},
+			Approval: "amount > 500", Effect: w.effect(blackboard.Payload{"sent": true})},
 	}
 	g, err := toolgate.New(context.Background(), toolgate.Config{
 		Kernel: kernel.Config{
@@ -101,7 +101,7 @@ func processWithLease(t *testing.T, s store.Store, w *world, lease time.Duration
 		},
 		Tools:     tools,
 		Lease:     lease,
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund", "send_email"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund", "send_email"}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -545,10 +545,10 @@ func TestLeavesCallerDrivenToTheCaller(t *testing.T) {
 			Result: "order", Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 900.0}, nil
 			}}, {Unscoped: true, Name: "issue_refund", Parameters: pay, Requires: []string{"refund_due"}, Result: "refund", Idempotent: true,
-			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}},
-			Approval: toolgate.ApprovalPolicy{Always: true}}},
+			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: "equal"}},
+			Approval: "true"}},
 		Lease:     time.Minute,
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -62,7 +62,7 @@ func newPayDesk(t *testing.T) *payDesk {
 		{Unscoped: true, Name: "issue_refund", Description: "Refund an order; above 500 it waits for approval.",
 			Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},` +
 				`"required":["order_id","amount"],"additionalProperties":false}`),
-			Requires: []string{"refund_due"}, Bindings: orderBound, Result: "refund", Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
+			Requires: []string{"refund_due"}, Bindings: orderBound, Result: "refund", Approval: "amount > 500",
 			Once:  &kernel.OnceKey{Fields: []string{"order_id"}},
 			Retry: toolgate.RetryPolicy{MaxAttempts: 2, Backoff: time.Millisecond}, Effect: d.pay},
 	}
@@ -77,7 +77,7 @@ func newPayDesk(t *testing.T) *payDesk {
 			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}},
 		},
 		Tools:     tools,
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "assess_refund", "issue_refund"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "assess_refund", "issue_refund"}},
 	}); err != nil {
 		t.Fatal(err)
 	}

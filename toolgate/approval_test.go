@@ -282,11 +282,11 @@ func TestApprovalPolicies(t *testing.T) {
 		d.ground("t3", "A3")
 		wantOutcome(t, "rule true", d.call("t3", "support", "", "issue_refund", `{"order_id":"A3","amount":10,"reason":"other"}`),
 			audit.OutcomePendingApproval, reason.ApprovalRequired)
-		// Always: every search needs approval.
+		// "true": every search needs approval.
 		wantOutcome(t, "always", d.call("t", "researcher", "", "search_kb", `{"query":"x"}`), audit.OutcomePendingApproval, reason.ApprovalRequired)
 	}, func(su *setup) {
-		su.tools[1].Approval = ApprovalPolicy{When: `reason == "other" || args.amount > 500`}
-		su.tools[2].Approval = ApprovalPolicy{Always: true}
+		su.tools[1].Approval = `reason == "other" || args.amount > 500`
+		su.tools[2].Approval = "true"
 	})
 }
 
@@ -323,7 +323,7 @@ func TestRoleRevokedBeforeExecution(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		wait := d.pendingRefund("t", "A1", 700)
 		d.approve("t", wait.ActionID, "human:alice", time.Hour)
-		revoked := d.gate(Config{Tools: d.tools, Contracts: []Contract{{Name: "support", Tools: []string{"lookup_order"}}}})
+		revoked := d.gate(Config{Tools: d.tools, Contracts: map[string][]string{"support": {"lookup_order"}}})
 		res, err := revoked.Execute(d.ctx, wait.ActionID)
 		if err != nil {
 			t.Fatal(err)

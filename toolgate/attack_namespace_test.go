@@ -79,7 +79,7 @@ func attackSameTraceTwoNamespaces(t *testing.T, s store.Store) {
 	for _, ns := range apps {
 		g, err := toolgate.New(ctx, toolgate.Config{
 			Kernel:    kernel.Config{Store: s, Namespace: ns},
-			Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order"}}},
+			Contracts: map[string][]string{"support": {"lookup_order"}},
 			Tools: []toolgate.Tool{{Name: "lookup_order", Result: "order", ReadOnly: true,
 				Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
 					return blackboard.Payload{"app": ns}, nil
@@ -137,7 +137,7 @@ func attackPolicyTraceTaken(t *testing.T, s store.Store) {
 		}
 		g, err := toolgate.New(ctx, toolgate.Config{
 			Kernel:    kernel.Config{Store: s, Namespace: victim},
-			Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order"}}},
+			Contracts: map[string][]string{"support": {"lookup_order"}},
 			Tools: []toolgate.Tool{{Name: "lookup_order", Result: "order", ReadOnly: true,
 				Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
 					return blackboard.Payload{"status": "shipped"}, nil

@@ -20,15 +20,15 @@ import (
 // percept's order_id, its amount is at most the order's amount:
 //
 //	Bindings: []toolgate.Binding{
-//		{Arg: "order_id", Percept: "order", Op: toolgate.Equal},
-//		{Arg: "amount", Percept: "order", Op: toolgate.AtMost},
+//		{Arg: "order_id", Percept: "order", Op: "equal"},
+//		{Arg: "amount", Percept: "order", Op: "at_most"},
 //	}
 //
 // A call whose arguments do not follow is refused with
 // ARGUMENT_NOT_BOUND, naming the argument and the percept, before the
 // kernel decides it; so is one where the binding cannot be evaluated (no
 // such argument, no percept of that kind under the beliefs, no such
-// field, a non-number for AtMost or AtLeast): a binding fails closed.
+// field, a non-number for at_most or at_least): a binding fails closed.
 type Binding struct {
 	// Arg is the argument: a top-level property of the call.
 	Arg string `json:"arg"`
@@ -38,22 +38,18 @@ type Binding struct {
 	Percept string `json:"percept"`
 	// Field is the percept's field; empty means Arg.
 	Field string `json:"field,omitempty"`
-	// Op is how the argument compares with the field.
-	Op BindOp `json:"op,omitempty"`
+	// Op is how the argument compares with the field: "equal" (the same
+	// JSON value in canonical form: numbers by value, keys sorted, strings
+	// as they are), "at_most" or "at_least" (both are numbers and the
+	// argument is not greater, or not smaller). [New] refuses any other.
+	Op string `json:"op,omitempty"`
 }
 
-// BindOp is how a [Binding] compares an argument with an observed field.
-type BindOp string
-
-// The comparisons of a [Binding].
+// The comparisons of a [Binding], as its Op names them.
 const (
-	// Equal: the argument and the field are the same JSON value in
-	// canonical form (numbers by value, keys sorted, strings as they are).
-	Equal BindOp = "equal"
-	// AtMost: both are numbers and the argument is not greater.
-	AtMost BindOp = "at_most"
-	// AtLeast: both are numbers and the argument is not smaller.
-	AtLeast BindOp = "at_least"
+	opEqual   = "equal"
+	opAtMost  = "at_most"
+	opAtLeast = "at_least"
 )
 
 // field returns the observed field the binding reads.
@@ -81,7 +77,7 @@ func checkBindings(t *Tool, s *schema) error {
 		switch {
 		case b.Arg == "" || b.Percept == "":
 			return fmt.Errorf("binding %d: empty argument or percept kind", i)
-		case b.Op != Equal && b.Op != AtMost && b.Op != AtLeast:
+		case b.Op != opEqual && b.Op != opAtMost && b.Op != opAtLeast:
 			return fmt.Errorf("binding %d: operator %q (want equal, at_most or at_least)", i, b.Op)
 		case len(s.props) > 0 && !hasProp(s, b.Arg):
 			return fmt.Errorf("binding %d: argument %q is not a declared property", i, b.Arg)
@@ -193,8 +189,8 @@ func (e *entry) checkArgs(args blackboard.Payload, percepts []blackboard.Record)
 }
 
 // holds compares an argument with an observed value.
-func holds(op BindOp, given, observed any) bool {
-	if op == Equal {
+func holds(op string, given, observed any) bool {
+	if op == opEqual {
 		a, errA := canon.Encode(given)
 		b, errB := canon.Encode(observed)
 		return errA == nil && errB == nil && bytes.Equal(a, b)
@@ -204,7 +200,7 @@ func holds(op BindOp, given, observed any) bool {
 	if !okA || !okB {
 		return false // a comparison of non-numbers fails closed
 	}
-	if op == AtMost {
+	if op == opAtMost {
 		return a <= b
 	}
 	return a >= b
@@ -219,11 +215,11 @@ func number(v any) (float64, bool) {
 	return jsonval.Float(v)
 }
 
-func opText(op BindOp) string {
+func opText(op string) string {
 	switch op {
-	case AtMost:
+	case opAtMost:
 		return "at most"
-	case AtLeast:
+	case opAtLeast:
 		return "at least"
 	}
 	return "equal to"

@@ -24,7 +24,7 @@ func budgetGate(t *testing.T, ran *int, b *toolgate.Budget) *toolgate.Gate {
 		}}
 	g, err := toolgate.New(context.Background(), toolgate.Config{
 		Tools:     []toolgate.Tool{lookup},
-		Contracts: []toolgate.Contract{{Name: "agent", Tools: []string{"lookup"}}},
+		Contracts: map[string][]string{"agent": {"lookup"}},
 		Budget:    b,
 	})
 	if err != nil {

@@ -4,29 +4,23 @@ import (
 	"errors"
 )
 
-// Codes the gate adds to the kernel's. A refusal by the kernel's pipeline
-// keeps the kernel's code (STALE_EVIDENCE, DUPLICATE_ACTION, a rule's
-// RULE_VIOLATED, ...); these are the gate's own. Like the kernel's they
-// are stable strings: compare them with ==.
-const ()
-
 // Sentinel errors. Errors from [New] and from the gate's methods wrap one
 // of these (or a kernel sentinel, for store failures) for errors.Is. A
 // refusal is never an error: it is a [Result].
 var (
-	// ErrInvalidTool: New was given a tool it cannot accept (a name that
-	// is not one, a duplicate, a bad parameters schema or one
-	// [Func] could not make, an uncompilable approval or derivation rule, a bad retry policy, bad bindings, a
-	// tool resting on beliefs that declares neither Bindings nor Unbound, bad scope, or an effectful tool
-	// that declares neither Scope nor Unscoped), or a tool that can never
-	// work (see [New]).
-	ErrInvalidTool = errors.New("toolgate: invalid tool")
-	// ErrInvalidConfig: a bad contract or intent (no name, a
-	// duplicate, a tool that is not registered), a bad lease or mask key,
-	// a kernel configuration the kernel refuses, a tool's action type also
-	// given as a kernel action spec ([Config.Kernel]; the gate registers
-	// its tools' types itself), or a fallback that is not a registered
-	// safe fallback, or is a tool's.
+	// ErrInvalidConfig: [New] or [Config.Validate] was given a tool it
+	// cannot accept (a name that is not one, a duplicate, a bad parameters
+	// schema or one [Func] could not make, an uncompilable approval or
+	// derivation rule, a bad retry policy, bad bindings, a tool resting on
+	// beliefs that declares neither Bindings nor Unbound, bad scope, or an
+	// effectful tool that declares neither Scope nor Unscoped), a tool
+	// that can never work (see [New]), a bad contract or intent (no name,
+	// a tool that is not registered), a bad lease or mask key, a kernel
+	// configuration the kernel refuses, a tool's action type also given as
+	// a kernel action spec ([Config.Kernel]; the gate registers its tools'
+	// types itself), or a fallback that is not a registered safe fallback,
+	// or is a tool's. Each problem is a [*ConfigError]: its Tool names the
+	// tool at fault ("" for a problem of the gate's own fields).
 	ErrInvalidConfig = errors.New("toolgate: invalid configuration")
 	// ErrInvalidCall: a call the gate cannot even record (no valid trace
 	// id), or a [Gate.Surface] for a caller with no contract or an intent

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
 
@@ -43,12 +44,15 @@ type Config struct {
 	// any other's as requiring the tool's beliefs, with the tool's
 	// once-key ([Tool.Once]).
 	Tools []Tool
-	// Contracts are the callers' contracts. A caller not given has no
-	// tool.
-	Contracts []Contract
-	// Intents, when any is given, make every call name an intent that
-	// lists its tool.
-	Intents []Intent
+	// Contracts are the callers' contracts: each caller's name, as calls
+	// give it ([Call.Caller]), and the registered tools a worker calling
+	// under it may use. A tool not listed is refused (TOOL_NOT_PERMITTED)
+	// and never surfaced; a caller not given has no tool.
+	Contracts map[string][]string
+	// Intents name kinds of request, as calls give them ([Call.Intent]),
+	// and the registered tools that may serve each. When any is given,
+	// every call must name an intent that lists its tool.
+	Intents map[string][]string
 	// Lease is how long an attempt is reserved to the driver that wrote it
 	// (0: a minute), counted from just before its write. The
 	// effect's context is cancelled a margin (a tenth of the lease, at
@@ -98,7 +102,7 @@ type ConfigError struct {
 	Tool string
 	// Field names the field at fault: a field of the [Tool] ("Requires",
 	// "Bindings[1].Percept", "Once.Fields"), or of the Config ("Lease",
-	// "Contracts[0].Tools", "Kernel.MinConfidence").
+	// `Contracts["support"]`, "Kernel.MinConfidence").
 	Field string
 	// Problem says what is wrong.
 	Problem string
@@ -115,7 +119,7 @@ func (e *ConfigError) Error() string {
 }
 
 // Unwrap returns the sentinel the problem wraps, for errors.Is:
-// [ErrInvalidTool] or [ErrInvalidConfig]. A problem of the kernel's
+// [ErrInvalidConfig]. A problem of the kernel's
 // configuration wraps both ErrInvalidConfig and the kernel's
 // *kernel.ConfigError.
 func (e *ConfigError) Unwrap() error { return e.err }
@@ -182,7 +186,7 @@ func (c Config) compile(reachable bool) (*Gate, kernel.Config, error) {
 		g.order = append(g.order, e)
 		for j, d := range e.derives {
 			if other, ok := derivedBy[d.Belief]; ok {
-				errs.add(ErrInvalidTool, e.Name, fmt.Sprintf("Derives[%d].Belief", j), "belief %q is derived by tool %q too", d.Belief, other.Name)
+				errs.add(ErrInvalidConfig, e.Name, fmt.Sprintf("Derives[%d].Belief", j), "belief %q is derived by tool %q too", d.Belief, other.Name)
 				continue
 			}
 			derivedBy[d.Belief] = e
@@ -247,9 +251,9 @@ func kernelConfig(g *Gate, c Config) (kernel.Config, problems) {
 			mine = append(mine, kernel.Reservation{Slot: blackboard.Beliefs, Kind: d.Belief, Writers: []string{audit.DeriverWriter(e.Name)}})
 		}
 		var callers []string
-		for _, r := range c.Contracts {
-			if slices.Contains(r.Tools, e.Name) {
-				callers = append(callers, audit.CallerWriter(r.Name))
+		for _, name := range slices.Sorted(maps.Keys(c.Contracts)) {
+			if slices.Contains(c.Contracts[name], e.Name) {
+				callers = append(callers, audit.CallerWriter(name))
 			}
 		}
 		mine = append(mine, kernel.Reservation{Slot: blackboard.Actions, Kind: e.action(), Writers: callers})
@@ -289,42 +293,32 @@ func checkFallback(g *Gate, c Config) problems {
 	return errs
 }
 
-// compileCallers checks and compiles the contracts and intents.
+// compileCallers checks and compiles the contracts and intents, in the
+// order of their names, so that the problems come in a stable order.
 func compileCallers(g *Gate, c Config) problems {
 	var errs problems
 	names := func(field, what, name string, tools []string) map[string]bool {
+		field = fmt.Sprintf("%s[%q]", field, name)
 		if err := checkName(name); err != nil {
-			errs.add(ErrInvalidConfig, "", field+".Name", "%s: %v", what, err)
+			errs.add(ErrInvalidConfig, "", field, "%s: %v", what, err)
 		}
 		set := make(map[string]bool, len(tools))
 		for _, tn := range tools {
 			if g.tools[tn] == nil {
-				errs.add(ErrInvalidConfig, "", field+".Tools", "%s %q lists tool %q, which is not registered", what, name, tn)
+				errs.add(ErrInvalidConfig, "", field, "%s %q lists tool %q, which is not registered", what, name, tn)
 			}
 			set[tn] = true
 		}
 		return set
 	}
-	for i, r := range c.Contracts {
-		field := fmt.Sprintf("Contracts[%d]", i)
-		set := names(field, "caller", r.Name, r.Tools)
-		if g.contracts[r.Name] != nil {
-			errs.add(ErrInvalidConfig, "", field+".Name", "duplicate caller %q", r.Name)
-			continue
-		}
-		g.contracts[r.Name] = &contract{name: r.Name, value: r.Name, tools: set}
+	for _, name := range slices.Sorted(maps.Keys(c.Contracts)) {
+		g.contracts[name] = &contract{name: name, value: name, tools: names("Contracts", "caller", name, c.Contracts[name])}
 	}
-	for i, in := range c.Intents {
-		field := fmt.Sprintf("Intents[%d]", i)
-		set := names(field, "intent", in.Name, in.Tools)
+	for _, name := range slices.Sorted(maps.Keys(c.Intents)) {
 		if g.intents == nil {
 			g.intents = map[string]map[string]bool{}
 		}
-		if g.intents[in.Name] != nil {
-			errs.add(ErrInvalidConfig, "", field+".Name", "duplicate intent %q", in.Name)
-			continue
-		}
-		g.intents[in.Name] = set
+		g.intents[name] = names("Intents", "intent", name, c.Intents[name])
 	}
 	return errs
 }
@@ -396,11 +390,11 @@ func unreachable(g *Gate, c Config, derivedBy map[string]*entry) problems {
 			switch {
 			case derivedBy[b] != nil:
 			case reserved && len(w) == 0:
-				errs.add(ErrInvalidTool, e.Name, fmt.Sprintf("Requires[%d]", i),
+				errs.add(ErrInvalidConfig, e.Name, fmt.Sprintf("Requires[%d]", i),
 					"belief %q is derived by no tool, and the kernel configuration reserves it to no writer: no one may propose it, so every call would be refused", b)
 			case spec || reserved:
 			default:
-				errs.add(ErrInvalidTool, e.Name, fmt.Sprintf("Requires[%d]", i),
+				errs.add(ErrInvalidConfig, e.Name, fmt.Sprintf("Requires[%d]", i),
 					"belief %q is derived by no tool, and the kernel configuration has no belief spec for it nor a reservation to a writer: nothing proposes it, so every call would be refused", b)
 			}
 			kinds, ok := restsOn(b)
@@ -410,14 +404,14 @@ func unreachable(g *Gate, c Config, derivedBy map[string]*entry) problems {
 		if known && len(e.Requires) > 0 {
 			for i, b := range e.Bindings {
 				if !slices.Contains(percepts, b.Percept) {
-					errs.add(ErrInvalidTool, e.Name, fmt.Sprintf("Bindings[%d].Percept", i),
+					errs.add(ErrInvalidConfig, e.Name, fmt.Sprintf("Bindings[%d].Percept", i),
 						"percept kind %q is not one the beliefs the tool requires rest on (%q): the binding could never be checked, so every call would be refused", b.Percept, percepts)
 				}
 			}
 		}
 		for i, d := range e.derives {
 			if !required[d.Belief] {
-				errs.add(ErrInvalidTool, e.Name, fmt.Sprintf("Derives[%d].Belief", i),
+				errs.add(ErrInvalidConfig, e.Name, fmt.Sprintf("Derives[%d].Belief", i),
 					"belief %q is required by no tool and no kernel action spec: the gate would derive it for nothing", d.Belief)
 			}
 		}
@@ -428,7 +422,7 @@ func unreachable(g *Gate, c Config, derivedBy map[string]*entry) problems {
 // New builds a gate and the kernel it governs from cfg (see [Config]), and
 // [Gate.Kernel] returns that kernel. New refuses a bad configuration with
 // every problem it finds at once ([Config.Validate]: [*ConfigError]s
-// joined, each wrapping [ErrInvalidTool] or [ErrInvalidConfig]): a tool it cannot compile, an action spec of the
+// joined, each wrapping [ErrInvalidConfig]): a tool it cannot compile, an action spec of the
 // kernel's for a tool's action type, a fallback that is not a registered
 // safe fallback, bad contracts, intents, lease or mask keys, a bad kernel
 // configuration; and each configuration under which a tool can never

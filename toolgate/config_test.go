@@ -24,7 +24,7 @@ func configTools() (lookup, refund toolgate.Tool) {
 		Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`)}
 	refund = toolgate.Tool{Name: "issue_refund", Unscoped: true, Result: "refund", Effect: effect, Requires: []string{"refund_due"},
 		Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`),
-		Bindings:   []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}}}
+		Bindings:   []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: "equal"}}}
 	return lookup, refund
 }
 
@@ -91,12 +91,12 @@ func accepted(t *testing.T, cfg toolgate.Config) {
 func TestNewRefusesUnproposableBelief(t *testing.T) {
 	lookup, refund := configTools()
 	base := toolgate.Config{Tools: []toolgate.Tool{lookup, refund}}
-	refused(t, base, "issue_refund", "Requires[0]", toolgate.ErrInvalidTool)
+	refused(t, base, "issue_refund", "Requires[0]", toolgate.ErrInvalidConfig)
 
 	noOne := base
 	noOne.Kernel = kernel.Config{BeliefSpecs: refundDueSpec,
 		Reserved: []kernel.Reservation{{Slot: blackboard.Beliefs, Kind: "refund_due"}}}
-	refused(t, noOne, "issue_refund", "Requires[0]", toolgate.ErrInvalidTool)
+	refused(t, noOne, "issue_refund", "Requires[0]", toolgate.ErrInvalidConfig)
 
 	withSpec := base
 	withSpec.Kernel = kernel.Config{BeliefSpecs: refundDueSpec}
@@ -121,13 +121,13 @@ func TestNewRefusesUnproposableBelief(t *testing.T) {
 // kind.
 func TestNewRefusesBindingOnUnrestedPercept(t *testing.T) {
 	lookup, refund := configTools()
-	refund.Bindings = append(refund.Bindings, toolgate.Binding{Arg: "amount", Percept: "invoice", Op: toolgate.AtMost})
+	refund.Bindings = append(refund.Bindings, toolgate.Binding{Arg: "amount", Percept: "invoice", Op: "at_most"})
 	cfg := toolgate.Config{Kernel: kernel.Config{BeliefSpecs: refundDueSpec}, Tools: []toolgate.Tool{lookup, refund}}
-	refused(t, cfg, "issue_refund", "Bindings[1].Percept", toolgate.ErrInvalidTool)
+	refused(t, cfg, "issue_refund", "Bindings[1].Percept", toolgate.ErrInvalidConfig)
 
 	// Derived from lookup_order's result: the belief rests on "order" only.
 	lookup.Derives = []toolgate.Derive{{Belief: "refund_due", Value: "true"}}
-	refused(t, toolgate.Config{Tools: []toolgate.Tool{lookup, refund}}, "issue_refund", "Bindings[1].Percept", toolgate.ErrInvalidTool)
+	refused(t, toolgate.Config{Tools: []toolgate.Tool{lookup, refund}}, "issue_refund", "Bindings[1].Percept", toolgate.ErrInvalidConfig)
 
 	// The owner's spec for the derived belief adds the invoice.
 	accepted(t, toolgate.Config{Tools: []toolgate.Tool{lookup, refund},
@@ -139,7 +139,7 @@ func TestNewRefusesBindingOnUnrestedPercept(t *testing.T) {
 func TestNewRefusesUnrequiredDerive(t *testing.T) {
 	lookup, _ := configTools()
 	lookup.Derives = []toolgate.Derive{{Belief: "refund_due", Value: "true"}}
-	refused(t, toolgate.Config{Tools: []toolgate.Tool{lookup}}, "lookup_order", "Derives[0].Belief", toolgate.ErrInvalidTool)
+	refused(t, toolgate.Config{Tools: []toolgate.Tool{lookup}}, "lookup_order", "Derives[0].Belief", toolgate.ErrInvalidConfig)
 
 	accepted(t, toolgate.Config{Tools: []toolgate.Tool{lookup},
 		Kernel: kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "refund_by_hand", MinBeliefs: []string{"refund_due"}}}}})
@@ -152,7 +152,7 @@ func TestNewRefusesOnceKeyFieldNotInSchema(t *testing.T) {
 	lookup, refund := configTools()
 	refund.Once = &kernel.OnceKey{Fields: []string{"order_id", "orderid"}}
 	cfg := toolgate.Config{Kernel: kernel.Config{BeliefSpecs: refundDueSpec}, Tools: []toolgate.Tool{lookup, refund}}
-	refused(t, cfg, "issue_refund", "Once.Fields[1]", toolgate.ErrInvalidTool)
+	refused(t, cfg, "issue_refund", "Once.Fields[1]", toolgate.ErrInvalidConfig)
 
 	refund.Once = &kernel.OnceKey{Fields: []string{"order_id"}}
 	cfg.Tools = []toolgate.Tool{lookup, refund}
@@ -165,14 +165,14 @@ func TestNewRefusesOnceKeyFieldNotInSchema(t *testing.T) {
 func TestNewReportsEveryProblem(t *testing.T) {
 	lookup, refund := configTools()
 	lookup.Derives = []toolgate.Derive{{Belief: "customer_known", Value: "true"}}
-	refund.Bindings = []toolgate.Binding{{Arg: "amount", Percept: "invoice", Op: toolgate.AtMost}}
+	refund.Bindings = []toolgate.Binding{{Arg: "amount", Percept: "invoice", Op: "at_most"}}
 	refund.Once = &kernel.OnceKey{Fields: []string{"orderid"}}
 	credit := refund
 	credit.Name, credit.Requires, credit.Once = "issue_credit", []string{"credit_due"}, nil
 	cfg := toolgate.Config{
 		Kernel:    kernel.Config{MinConfidence: 2},
 		Tools:     []toolgate.Tool{lookup, refund, credit},
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "cancel_order"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "cancel_order"}},
 		Lease:     -time.Second,
 		MaskKey:   []byte("short"),
 	}
@@ -187,7 +187,7 @@ func TestNewReportsEveryProblem(t *testing.T) {
 		{"", "MaskKey"},
 		{"issue_refund", "Once.Fields[0]"},
 		{"", "Kernel.MinConfidence"},
-		{"", "Contracts[0].Tools"},
+		{"", `Contracts["support"]`},
 		{"lookup_order", "Derives[0].Belief"},
 		{"issue_credit", "Requires[0]"},
 	}
@@ -195,8 +195,8 @@ func TestNewReportsEveryProblem(t *testing.T) {
 		t.Errorf("problems %v, want %v", got, want)
 	}
 	var kerr *kernel.ConfigError
-	if !errors.Is(err, toolgate.ErrInvalidConfig) || !errors.Is(err, toolgate.ErrInvalidTool) || !errors.Is(err, blackboard.ErrInvalidInput) || !errors.As(err, &kerr) || kerr.Field != "MinConfidence" {
-		t.Errorf("%v: want ErrInvalidConfig, ErrInvalidTool and the kernel's *ConfigError", err)
+	if !errors.Is(err, toolgate.ErrInvalidConfig) || !errors.Is(err, blackboard.ErrInvalidInput) || !errors.As(err, &kerr) || kerr.Field != "MinConfidence" {
+		t.Errorf("%v: want ErrInvalidConfig and the kernel's *ConfigError", err)
 	}
 	if _, nerr := toolgate.New(context.Background(), cfg); nerr == nil || nerr.Error() != err.Error() {
 		t.Errorf("New: %v, want Validate's %v", nerr, err)
@@ -216,7 +216,7 @@ func TestAttackOwnerReservationCannotTakeToolKind(t *testing.T) {
 		Kernel: kernel.Config{BeliefSpecs: refundDueSpec,
 			Reserved: []kernel.Reservation{{Slot: blackboard.Actions, Kind: "issue_refund", Writers: []string{"mallory"}}}},
 		Tools:     []toolgate.Tool{lookup, refund},
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	})
 	if err != nil {
 		t.Fatal(err)

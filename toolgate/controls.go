@@ -16,29 +16,19 @@ import (
 	"github.com/blackboardkernel/bk/reason"
 )
 
-// Safety is a trace's safety mode, part of its [Controls].
-type Safety string
-
-// The safety modes.
+// The recorded safety modes: the "mode" of a run controls record, which
+// [Controls.ReadOnly] reads and writes.
 const (
-	// SafetyNormal lets every tool the other checks allow run.
-	SafetyNormal Safety = "normal"
-	// SafetyReadOnly lets no effectful tool run: any tool that does not
-	// declare [Tool.ReadOnly], whatever it requires (an email rests on no
-	// belief and is still an effect). Such a call is refused with
-	// READ_ONLY_MODE and [Gate.Surface] omits the tool.
-	SafetyReadOnly Safety = "read_only"
+	modeNormal   = "normal"
+	modeReadOnly = "read_only"
 )
-
-// Codes of the run controls.
-const ()
 
 // ErrLoosened is wrapped by the *controlsError of a [Gate.Restrict]
 // that would loosen a trace's run controls.
 var ErrLoosened = errors.New("toolgate: run controls may only be tightened")
 
 // controlsError is the error of a [Gate.Restrict] that would loosen the
-// trace's run controls: back to [SafetyNormal], or without a tool they
+// trace's run controls: no longer read-only, or without a tool they
 // prohibit. It wraps [ErrLoosened]. Nothing was recorded.
 type controlsError struct {
 	TraceID string
@@ -51,8 +41,8 @@ type controlsError struct {
 // Error says what the given controls would loosen.
 func (e *controlsError) Error() string {
 	var lost []string
-	if e.Current.Safety == SafetyReadOnly && e.Given.Safety != SafetyReadOnly {
-		lost = append(lost, "mode "+string(SafetyReadOnly))
+	if e.Current.ReadOnly && !e.Given.ReadOnly {
+		lost = append(lost, "mode "+modeReadOnly)
 	}
 	for _, t := range e.Current.Prohibited {
 		if !slices.Contains(e.Given.Prohibited, t) {
@@ -68,10 +58,15 @@ func (e *controlsError) Unwrap() error { return ErrLoosened }
 // Controls are a trace's run controls: its safety mode and the tools it
 // prohibits. The owner records them with [Gate.Restrict]; the gate
 // enforces them on every call, on every start of an action not yet
-// started, and in [Gate.Surface]. A zero Controls is [SafetyNormal] with
+// started, and in [Gate.Surface]. A zero Controls is the normal mode with
 // nothing prohibited.
 type Controls struct {
-	Safety Safety `json:"mode"`
+	// ReadOnly lets no effectful tool run: any tool that does not declare
+	// [Tool.ReadOnly], whatever it requires (an email rests on no belief
+	// and is still an effect). Such a call is refused with READ_ONLY_MODE
+	// and [Gate.Surface] omits the tool. The record holds it as the mode
+	// "read_only" (else "normal").
+	ReadOnly bool `json:"read_only,omitempty"`
 	// Prohibited names registered tools the trace may not call, in the
 	// gate's registration order when the gate returns them.
 	Prohibited []string `json:"prohibited,omitempty"`
@@ -114,7 +109,7 @@ func (x *executor) controls(ctx context.Context, traceID string) (Controls, erro
 	if err := checkTrace(traceID); err != nil {
 		return Controls{}, fmt.Errorf("%w: trace id: %v", ErrInvalidCall, err)
 	}
-	c := Controls{Safety: SafetyNormal}
+	var c Controls
 	if r, err := x.restricted(ctx, traceID); err != nil || !r {
 		return c, err
 	}
@@ -122,9 +117,7 @@ func (x *executor) controls(ctx context.Context, traceID string) (Controls, erro
 	if err != nil {
 		return Controls{}, err
 	}
-	if ro {
-		c.Safety = SafetyReadOnly
-	}
+	c.ReadOnly = ro
 	for _, e := range x.g.order {
 		p, err := x.claimed(ctx, controlsKey(traceID, partProhibit, e.Name))
 		if err != nil {
@@ -139,12 +132,6 @@ func (x *executor) controls(ctx context.Context, traceID string) (Controls, erro
 
 // restrict is [Gate.Restrict].
 func (x *executor) restrict(ctx context.Context, traceID string, c Controls) error {
-	if c.Safety == "" {
-		c.Safety = SafetyNormal
-	}
-	if c.Safety != SafetyNormal && c.Safety != SafetyReadOnly {
-		return fmt.Errorf("%w: run controls: mode %q is neither %q nor %q", ErrInvalidCall, c.Safety, SafetyNormal, SafetyReadOnly)
-	}
 	for _, t := range c.Prohibited {
 		if x.g.tools[t] == nil {
 			return fmt.Errorf("%w: run controls: no registered tool %s", ErrInvalidCall, escapedTool(t))
@@ -157,7 +144,7 @@ func (x *executor) restrict(ctx context.Context, traceID string, c Controls) err
 		}
 		var keys []string
 		if controlsTighten() {
-			if cur.Safety == SafetyReadOnly && c.Safety != SafetyReadOnly {
+			if cur.ReadOnly && !c.ReadOnly {
 				return &controlsError{TraceID: traceID, Current: cur, Given: cloneControls(c)}
 			}
 			for _, t := range cur.Prohibited {
@@ -166,10 +153,10 @@ func (x *executor) restrict(ctx context.Context, traceID string, c Controls) err
 				}
 			}
 		}
-		if c.Safety == SafetyReadOnly && cur.Safety != SafetyReadOnly {
+		if c.ReadOnly && !cur.ReadOnly {
 			keys = append(keys, controlsKey(traceID, partReadOnly, ""))
 		}
-		next := Controls{Safety: c.Safety}
+		next := Controls{ReadOnly: c.ReadOnly}
 		for _, e := range x.g.order {
 			if slices.Contains(c.Prohibited, e.Name) {
 				next.Prohibited = append(next.Prohibited, e.Name)
@@ -186,17 +173,21 @@ func (x *executor) restrict(ctx context.Context, traceID string, c Controls) err
 		// Restricts that read the same controls one writes and the others
 		// read again, and each record holds the controls in full.
 		version := len(cur.Prohibited)
-		if cur.Safety == SafetyReadOnly {
+		if cur.ReadOnly {
 			version++
 		}
 		keys = append(keys, controlsKey(traceID, partVersion, strconv.Itoa(version)))
+		mode := modeNormal
+		if next.ReadOnly {
+			mode = modeReadOnly
+		}
 		prohibited := make([]any, len(next.Prohibited))
 		for i, t := range next.Prohibited {
 			prohibited[i] = t
 		}
 		_, err = x.planner.gov.Append(ctx, kernel.Follow{Role: blackboard.RoleKernel, Entry: kernel.Entry{
 			TraceID: traceID, Slot: blackboard.Evidence, Kind: audit.KindControls, OnceKeys: keys,
-			Payload: blackboard.Payload{"mode": string(next.Safety), "prohibited": prohibited, keyPolicy: x.g.policyHash},
+			Payload: blackboard.Payload{"mode": mode, "prohibited": prohibited, keyPolicy: x.g.policyHash},
 		}})
 		if !errors.Is(err, blackboard.ErrDuplicateKey) {
 			return err
@@ -269,7 +260,7 @@ func (v controlsValidator) Validate(_ context.Context, c kernel.Candidate) kerne
 	if p, _ := rec.Payload["prohibited"].([]any); slices.Contains(p, any(e.Name)) {
 		return kernel.Cause{Code: reason.ToolProhibited, Rule: audit.KindControls, Detail: "the trace's run controls prohibit " + quote(e.Name)}
 	}
-	if m, _ := rec.Payload["mode"].(string); m == string(SafetyReadOnly) && e.effectful() {
+	if m, _ := rec.Payload["mode"].(string); m == modeReadOnly && e.effectful() {
 		return kernel.Cause{Code: reason.ReadOnlyMode, Rule: audit.KindControls, Detail: "the trace is read-only and " + quote(e.Name) + " is effectful"}
 	}
 	return kernel.Cause{}

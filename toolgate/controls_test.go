@@ -32,48 +32,48 @@ func (d *desk) controlsRecords(trace string) int {
 func TestRestrictOnlyTightens(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		got, err := d.g.Controls(d.ctx, "t")
-		if err != nil || got.Safety != SafetyNormal || len(got.Prohibited) != 0 {
+		if err != nil || got.ReadOnly || len(got.Prohibited) != 0 {
 			t.Fatalf("fresh trace: %+v %v, want normal", got, err)
 		}
-		if err := d.g.Restrict(d.ctx, "t", Controls{Safety: SafetyReadOnly}); err != nil {
+		if err := d.g.Restrict(d.ctx, "t", Controls{ReadOnly: true}); err != nil {
 			t.Fatal(err)
 		}
-		if err := d.g.Restrict(d.ctx, "t", Controls{Safety: SafetyReadOnly, Prohibited: []string{"search_kb", "lookup_order"}}); err != nil {
+		if err := d.g.Restrict(d.ctx, "t", Controls{ReadOnly: true, Prohibited: []string{"search_kb", "lookup_order"}}); err != nil {
 			t.Fatal(err)
 		}
-		if err := d.g.Restrict(d.ctx, "t", Controls{Safety: SafetyReadOnly, Prohibited: []string{"lookup_order", "search_kb"}}); err != nil {
+		if err := d.g.Restrict(d.ctx, "t", Controls{ReadOnly: true, Prohibited: []string{"lookup_order", "search_kb"}}); err != nil {
 			t.Fatal(err)
 		}
 		if n := d.controlsRecords("t"); n != 2 {
 			t.Errorf("%d controls records, want 2 (the same controls again record nothing)", n)
 		}
 		got, err = d.g.Controls(d.ctx, "t")
-		if err != nil || got.Safety != SafetyReadOnly || !slices.Equal(got.Prohibited, []string{"lookup_order", "search_kb"}) {
+		if err != nil || !got.ReadOnly || !slices.Equal(got.Prohibited, []string{"lookup_order", "search_kb"}) {
 			t.Errorf("controls: %+v %v", got, err)
 		}
 		recs := d.kinds(blackboard.Evidence, audit.KindControls)
 		last := recs[len(recs)-1]
-		if last.Provenance.Role != blackboard.RoleKernel || last.Payload["mode"] != string(SafetyReadOnly) || last.Payload[keyPolicy] != d.g.Policy().Hash {
+		if last.Provenance.Role != blackboard.RoleKernel || last.Payload["mode"] != "read_only" || last.Payload[keyPolicy] != d.g.Policy().Hash {
 			t.Errorf("controls record: %+v", last)
 		}
 		for _, loose := range []Controls{
-			{Safety: SafetyNormal, Prohibited: []string{"lookup_order", "search_kb"}},
-			{Safety: SafetyReadOnly, Prohibited: []string{"search_kb"}},
+			{Prohibited: []string{"lookup_order", "search_kb"}},
+			{ReadOnly: true, Prohibited: []string{"search_kb"}},
 			{},
 		} {
 			err := d.g.Restrict(d.ctx, "t", loose)
 			var ce *controlsError
-			if !errors.Is(err, ErrLoosened) || !errors.As(err, &ce) || ce.Current.Safety != SafetyReadOnly {
+			if !errors.Is(err, ErrLoosened) || !errors.As(err, &ce) || !ce.Current.ReadOnly {
 				t.Errorf("Restrict %+v: %v, want a *controlsError", loose, err)
 			}
-			if err != nil && loose.Safety == SafetyReadOnly && !strings.Contains(err.Error(), `prohibited tool "lookup_order"`) {
+			if err != nil && loose.ReadOnly && !strings.Contains(err.Error(), `prohibited tool "lookup_order"`) {
 				t.Errorf("the error does not say what is dropped: %v", err)
 			}
 		}
 		if n := d.controlsRecords("t"); n != 2 {
 			t.Errorf("%d controls records after looser ones, want 2", n)
 		}
-		for _, bad := range []Controls{{Safety: "paranoid"}, {Prohibited: []string{"format_disk"}}} {
+		for _, bad := range []Controls{{Prohibited: []string{"format_disk"}}} {
 			if err := d.g.Restrict(d.ctx, "u", bad); !errors.Is(err, ErrInvalidCall) {
 				t.Errorf("Restrict %+v: %v, want ErrInvalidCall", bad, err)
 			}
@@ -83,7 +83,7 @@ func TestRestrictOnlyTightens(t *testing.T) {
 		}
 		// Another gate over the store sees the same controls.
 		other, err := d.gate(Config{Tools: d.tools, Contracts: d.contracts}).Controls(d.ctx, "t")
-		if err != nil || other.Safety != SafetyReadOnly || len(other.Prohibited) != 2 {
+		if err != nil || !other.ReadOnly || len(other.Prohibited) != 2 {
 			t.Errorf("another gate reads %+v %v", other, err)
 		}
 	})
@@ -95,7 +95,7 @@ func TestRestrictOnlyTightens(t *testing.T) {
 func TestAttackEffectfulCallInReadOnlyTrace(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		d.ground("t", "A1")
-		if err := d.g.Restrict(d.ctx, "t", Controls{Safety: SafetyReadOnly}); err != nil {
+		if err := d.g.Restrict(d.ctx, "t", Controls{ReadOnly: true}); err != nil {
 			t.Fatal(err)
 		}
 		specs, err := d.g.Surface(d.ctx, "support", "t", "")
@@ -164,7 +164,7 @@ func TestAttackApprovalResumedAfterReadOnly(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		wait := d.pendingRefund("t", "A1", 700)
 		d.approve("t", wait.ActionID, "manager", time.Hour)
-		if err := d.g.Restrict(d.ctx, "t", Controls{Safety: SafetyReadOnly}); err != nil {
+		if err := d.g.Restrict(d.ctx, "t", Controls{ReadOnly: true}); err != nil {
 			t.Fatal(err)
 		}
 		res, err := d.g.Resume(d.ctx, "t", wait.ActionID, []byte(`{"order_id":"A1","amount":700}`))
@@ -232,7 +232,7 @@ func TestRestrictConcurrent(t *testing.T) {
 						errs <- err
 						return
 					}
-					err = d.g.Restrict(d.ctx, "t", Controls{Safety: cur.Safety, Prohibited: append(cur.Prohibited, tool)})
+					err = d.g.Restrict(d.ctx, "t", Controls{ReadOnly: cur.ReadOnly, Prohibited: append(cur.Prohibited, tool)})
 					if !errors.Is(err, ErrLoosened) {
 						if err != nil {
 							errs <- err
@@ -247,7 +247,7 @@ func TestRestrictConcurrent(t *testing.T) {
 			wg.Go(func() {
 				cur, err := d.g.Controls(d.ctx, "u")
 				if err == nil {
-					err = d.g.Restrict(d.ctx, "u", Controls{Safety: SafetyReadOnly, Prohibited: cur.Prohibited})
+					err = d.g.Restrict(d.ctx, "u", Controls{ReadOnly: true, Prohibited: cur.Prohibited})
 				}
 				if err != nil {
 					errs <- err
@@ -273,7 +273,7 @@ func TestRestrictConcurrent(t *testing.T) {
 		if p, _ := last.Payload["prohibited"].([]any); len(p) != 3 {
 			t.Errorf("last controls record holds %v", last.Payload)
 		}
-		if got, err := d.g.Controls(d.ctx, "u"); err != nil || got.Safety != SafetyReadOnly || d.controlsRecords("u") != 1 {
+		if got, err := d.g.Controls(d.ctx, "u"); err != nil || !got.ReadOnly || d.controlsRecords("u") != 1 {
 			t.Errorf("controls %+v %v, %d records; want read_only, 1 record", got, err, d.controlsRecords("u"))
 		}
 	})
@@ -286,14 +286,14 @@ func TestRestrictConcurrent(t *testing.T) {
 func TestAttackForgedControlsRecord(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		d.ground("t", "A1")
-		if err := d.g.Restrict(d.ctx, "t", Controls{Safety: SafetyReadOnly}); err != nil {
+		if err := d.g.Restrict(d.ctx, "t", Controls{ReadOnly: true}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := d.k.EvidenceValidator("mallory").Write(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Evidence, Kind: audit.KindControls,
-			Payload: blackboard.Payload{"mode": string(SafetyNormal), "prohibited": []any{}}}); err != nil {
+			Payload: blackboard.Payload{"mode": "normal", "prohibited": []any{}}}); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := d.g.Controls(d.ctx, "t"); err != nil || got.Safety != SafetyReadOnly {
+		if got, err := d.g.Controls(d.ctx, "t"); err != nil || !got.ReadOnly {
 			t.Errorf("controls after a forged record: %+v %v", got, err)
 		}
 		wantOutcome(t, "refund", d.refund("t", "A1", 100), audit.OutcomeRefused, reason.ReadOnlyMode)
@@ -310,7 +310,7 @@ func TestAttackForgedControlsRecord(t *testing.T) {
 // and is not surfaced: the mode fails closed.
 func TestAttackUndeclaredToolInReadOnlyTrace(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
-		if err := d.g.Restrict(d.ctx, "t", Controls{Safety: SafetyReadOnly}); err != nil {
+		if err := d.g.Restrict(d.ctx, "t", Controls{ReadOnly: true}); err != nil {
 			t.Fatal(err)
 		}
 		specs, err := d.g.Surface(d.ctx, "researcher", "t", "")

@@ -233,8 +233,8 @@ func crashWork(n int) []work {
 // orderBound binds a payment to the order its belief rests on: that
 // order, at most its amount.
 var orderBound = []toolgate.Binding{
-	{Arg: "order_id", Percept: "order", Op: toolgate.Equal},
-	{Arg: "amount", Percept: "order", Op: toolgate.AtMost},
+	{Arg: "order_id", Percept: "order", Op: "equal"},
+	{Arg: "amount", Percept: "order", Op: "at_most"},
 }
 
 // crashTools are the gate's tools; effect runs both paying tools.
@@ -247,9 +247,9 @@ func crashTools(effect toolgate.EffectFunc) []toolgate.Tool {
 				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 2000.0}, nil
 			}},
 		{Unscoped: true, Name: "issue_refund", Parameters: pay, Requires: []string{"refund_due"}, Bindings: orderBound, Result: "refund",
-			Approval: toolgate.ApprovalPolicy{When: "amount > 500"}, Retry: retry, Effect: effect},
+			Approval: "amount > 500", Retry: retry, Effect: effect},
 		{Unscoped: true, Name: "issue_credit", Parameters: pay, Requires: []string{"refund_due"}, Bindings: orderBound, Result: "credit", Idempotent: true,
-			Approval: toolgate.ApprovalPolicy{When: "amount > 500"}, Retry: retry, Effect: effect},
+			Approval: "amount > 500", Retry: retry, Effect: effect},
 	}
 }
 
@@ -273,7 +273,7 @@ func crashDesk(t *testing.T, dir string, effect toolgate.EffectFunc) (*sqlitesto
 		},
 		Tools:     tools,
 		Lease:     crashLease,
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund", "issue_credit"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund", "issue_credit"}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -36,7 +36,7 @@ func deriveDesk(t *testing.T, d Derive, answer func(id string) order) (*Gate, *i
 	lookup := Func(Tool{Unscoped: true, Name: "lookup_order", Result: "order", Derives: []Derive{d}},
 		func(_ context.Context, _ Invocation, a lookupArgs) (order, error) { return answer(a.OrderID), nil })
 	refund := Func(Tool{Unscoped: true, Name: "issue_refund", Result: "refund", Requires: []string{"refund_due"},
-		Bindings: []Binding{{Arg: "order_id", Percept: "order", Op: Equal}}, Once: &kernel.OnceKey{Fields: []string{"order_id"}}},
+		Bindings: []Binding{{Arg: "order_id", Percept: "order", Op: "equal"}}, Once: &kernel.OnceKey{Fields: []string{"order_id"}}},
 		func(_ context.Context, _ Invocation, a refundArgs) (map[string]any, error) {
 			*refunds++
 			return map[string]any{"refunded": a.Amount}, nil
@@ -45,7 +45,7 @@ func deriveDesk(t *testing.T, d Derive, answer func(id string) order) (*Gate, *i
 	g, err := New(context.Background(), Config{
 		Kernel:    kernel.Config{Store: st},
 		Tools:     []Tool{lookup, refund},
-		Contracts: []Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -230,7 +230,7 @@ func TestDeriveKernelRefuses(t *testing.T) {
 	}
 }
 
-// TestDeriveInvalid: New compiles the rules: a bad one is ErrInvalidTool
+// TestDeriveInvalid: New compiles the rules: a bad one is ErrInvalidConfig
 // and nothing is built.
 func TestDeriveInvalid(t *testing.T) {
 	noop := func(context.Context, Invocation) (blackboard.Payload, error) { return nil, nil }
@@ -250,11 +250,11 @@ func TestDeriveInvalid(t *testing.T) {
 		{"by two tools", []Tool{{Unscoped: true, Name: "a", Effect: noop, Derives: []Derive{{Belief: "b", Value: "true"}}},
 			{Unscoped: true, Name: "c", Effect: noop, Derives: []Derive{{Belief: "b", Value: "true"}}}}},
 	} {
-		if g, err := New(context.Background(), Config{Tools: tc.tools}); !errors.Is(err, ErrInvalidTool) {
+		if g, err := New(context.Background(), Config{Tools: tc.tools}); !errors.Is(err, ErrInvalidConfig) {
 			if g != nil {
 				g.Close()
 			}
-			t.Errorf("%s: %v, want ErrInvalidTool", tc.name, err)
+			t.Errorf("%s: %v, want ErrInvalidConfig", tc.name, err)
 		}
 	}
 }
@@ -269,7 +269,7 @@ func TestDeriveOwnerSpecWins(t *testing.T) {
 		Kernel: kernel.Config{BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order", "payment"}}},
 			ActionSpecs: []kernel.ActionSpec{{Type: "refund_by_hand", MinBeliefs: []string{"refund_due"}}}}, // what requires the belief
 		Tools:     []Tool{lookup},
-		Contracts: []Contract{{Name: "support", Tools: []string{"lookup_order"}}},
+		Contracts: map[string][]string{"support": {"lookup_order"}},
 	})
 	if err != nil {
 		t.Fatal(err)

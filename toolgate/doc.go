@@ -9,8 +9,8 @@
 // The owner registers [Tool]s (name, description and JSON Schema shown to
 // models, the beliefs a call rests on, the percept kind its result is
 // recorded under, the effect, an approval policy and a retry policy), the
-// contracts ([Contract]: the tools each caller may use) and, optionally,
-// intents ([Intent]). [New] builds the kernel the gate governs and
+// contracts ([Config.Contracts]: the tools each caller may use) and,
+// optionally, intents ([Config.Intents]). [New] builds the kernel the gate governs and
 // registers each tool's action type with it; [Gate.Kernel] returns it for
 // the agent's other handles and for inspection.
 //
@@ -56,7 +56,7 @@
 //	}
 //	g, err := toolgate.New(ctx, toolgate.Config{
 //		Tools:     []toolgate.Tool{lookup},
-//		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order"}}},
+//		Contracts: map[string][]string{"support": {"lookup_order"}},
 //	})
 //	if err != nil {
 //		return err
@@ -72,7 +72,7 @@
 // A tool that changes the world rests on beliefs ([Tool.Requires]),
 // declares how its arguments follow from the observations ([Binding]) and
 // what request it acts within ([Tool.Scope]), and may need approval
-// ([ApprovalPolicy]); the package example (Example) builds such a refund
+// ([Tool.Approval]); the package example (Example) builds such a refund
 // tool, with its approval, end to end. [Func] defines a tool from Go
 // types.
 //

@@ -17,7 +17,7 @@ func ExampleGate_Restrict() {
 	refunds := 0
 	_, g := supportDesk(&refunds)
 	defer g.Close()
-	if err := g.Restrict(ctx, "ticket-8", toolgate.Controls{Safety: toolgate.SafetyReadOnly}); err != nil {
+	if err := g.Restrict(ctx, "ticket-8", toolgate.Controls{ReadOnly: true}); err != nil {
 		panic(err)
 	}
 	specs, _ := g.Surface(ctx, "support", "ticket-8", "")
@@ -26,7 +26,7 @@ func ExampleGate_Restrict() {
 	}
 	res, _ := g.Call(ctx, toolgate.Call{Tool: "issue_refund", Args: json.RawMessage(`{"order_id":"A1","amount":70}`), Caller: "support", TraceID: "ticket-8"})
 	fmt.Println(res.Code, refunds)
-	err := g.Restrict(ctx, "ticket-8", toolgate.Controls{Safety: toolgate.SafetyNormal})
+	err := g.Restrict(ctx, "ticket-8", toolgate.Controls{})
 	fmt.Println(errors.Is(err, toolgate.ErrLoosened))
 	// Output:
 	// surfaced: lookup_order

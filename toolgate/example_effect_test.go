@@ -22,9 +22,9 @@ func ExampleCall_effect() {
 			Name:       "send_email",
 			Parameters: json.RawMessage(`{"type":"object","properties":{"to":{"type":"string"}},"required":["to"]}`),
 			Idempotent: true,
-			Approval:   toolgate.ApprovalPolicy{Always: true},
+			Approval:   "true",
 		}},
-		Contracts: []toolgate.Contract{{Name: "agent", Tools: []string{"send_email"}}},
+		Contracts: map[string][]string{"agent": {"send_email"}},
 	})
 	if err != nil {
 		panic(err)

@@ -31,7 +31,7 @@ func ExampleConfig_maskKey() {
 	g, err := toolgate.New(ctx, toolgate.Config{
 		Tools:     []toolgate.Tool{send},
 		MaskKey:   key,
-		Contracts: []toolgate.Contract{{Name: "mailer", Tools: []string{"send_receipt"}}},
+		Contracts: map[string][]string{"mailer": {"send_receipt"}},
 	})
 	if err != nil {
 		fmt.Println(err)
@@ -84,7 +84,7 @@ func ExampleKeys_Erase() {
 	g, err := toolgate.New(ctx, toolgate.Config{
 		Tools:     []toolgate.Tool{send},
 		MaskKeys:  ring,
-		Contracts: []toolgate.Contract{{Name: "mailer", Tools: []string{"send_receipt"}}},
+		Contracts: map[string][]string{"mailer": {"send_receipt"}},
 	})
 	if err != nil {
 		fmt.Println(err)

@@ -25,12 +25,12 @@ func ExampleGate_RecordRequest() {
 			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 				return blackboard.Payload{"order_id": inv.Args["order_id"]}, nil
 			}}, {Name: "issue_refund", Parameters: orderSchema, Result: "refund", Requires: []string{"refund_due"},
-			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}},
+			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: "equal"}},
 			Scope:    map[string]string{"order_id": "order"}, // the ticket's order only
 			Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
 				return blackboard.Payload{"refunded": true}, nil
 			}}},
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	})
 	if err != nil {
 		panic(err)

@@ -40,11 +40,11 @@ func supportDesk(refunds *int) (*kernel.Kernel, *toolgate.Gate) {
 			Requires: []string{"refund_due"},
 			// The refund is of the order looked up, of at most its amount.
 			Bindings: []toolgate.Binding{
-				{Arg: "order_id", Percept: "order", Op: toolgate.Equal},
-				{Arg: "amount", Percept: "order", Op: toolgate.AtMost},
+				{Arg: "order_id", Percept: "order", Op: "equal"},
+				{Arg: "amount", Percept: "order", Op: "at_most"},
 			},
 			Result:   "refund",
-			Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
+			Approval: "amount > 500",
 			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 				*refunds++ // a real effect passes inv.Key to the payment API
 				return blackboard.Payload{"refund_id": "re_1", "amount": inv.Args["amount"]}, nil
@@ -56,7 +56,7 @@ func supportDesk(refunds *int) (*kernel.Kernel, *toolgate.Gate) {
 	g, err := toolgate.New(context.Background(), toolgate.Config{
 		Kernel:    kernel.Config{BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}}},
 		Tools:     tools,
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	})
 	if err != nil {
 		panic(err)

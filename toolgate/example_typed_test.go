@@ -55,8 +55,8 @@ func ExampleFunc() {
 		Name: "issue_refund", Description: "Refund an order.", Result: "refund",
 		Requires: []string{"refund_due"},
 		Bindings: []toolgate.Binding{
-			{Arg: "order_id", Percept: "order", Op: toolgate.Equal},
-			{Arg: "amount", Percept: "order", Op: toolgate.AtMost},
+			{Arg: "order_id", Percept: "order", Op: "equal"},
+			{Arg: "amount", Percept: "order", Op: "at_most"},
 		},
 		Once: &kernel.OnceKey{Fields: []string{"order_id"}}, // each order refunded once
 	}, func(_ context.Context, inv toolgate.Invocation, a RefundArgs) (Refund, error) {
@@ -72,7 +72,7 @@ func ExampleFunc() {
 	g, err := toolgate.New(ctx, toolgate.Config{
 		Kernel:    kernel.Config{Validators: []kernel.Validator{rs}},
 		Tools:     []toolgate.Tool{lookup, refund},
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	})
 	if err != nil {
 		panic(err)

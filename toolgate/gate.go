@@ -11,21 +11,6 @@ import (
 	"github.com/blackboardkernel/bk/kernel"
 )
 
-// Contract is a caller's contract: the tools a worker that calls under its
-// name is authorized to use. A tool not listed is refused (TOOL_NOT_PERMITTED) and never
-// surfaced.
-type Contract struct {
-	Name  string   `json:"name"`  // the caller's name, as calls give it ([Call.Caller])
-	Tools []string `json:"tools"` // the registered tools the caller may call
-}
-
-// Intent names a kind of request and the tools that may serve it. When any
-// intent is configured, every call must name one that lists its tool.
-type Intent struct {
-	Name  string   `json:"name"`  // the intent's name, as calls give it ([Call.Intent])
-	Tools []string `json:"tools"` // the registered tools that may serve it
-}
-
 // Gate is the tool-call gate: every tool call of an agent passes through
 // it as a governed kernel action. Build it with [New]. A Gate is immutable
 // after New and safe for concurrent use by any number of goroutines, and
@@ -161,7 +146,7 @@ func (g *Gate) Surface(ctx context.Context, caller, traceID, intent string) ([]S
 		if !r.tools[e.Name] || g.intents != nil && !allowed[e.Name] {
 			continue
 		}
-		if slices.Contains(ctl.Prohibited, e.Name) || ctl.Safety == SafetyReadOnly && e.effectful() {
+		if slices.Contains(ctl.Prohibited, e.Name) || ctl.ReadOnly && e.effectful() {
 			continue
 		}
 		possible := true

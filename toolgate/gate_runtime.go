@@ -115,11 +115,11 @@ func (g *Gate) Controls(ctx context.Context, traceID string) (Controls, error) {
 }
 
 // Restrict records c as the trace's run controls. Controls only tighten:
-// c must keep the trace's mode (or make it [SafetyReadOnly]) and every tool
+// c must keep the trace read-only if it is ([Controls.ReadOnly]) and every tool
 // the trace prohibits, else Restrict fails with a [*controlsError]
 // ([ErrLoosened]) and records nothing; c equal to the trace's controls
-// records nothing either. An unknown mode or a tool the gate does not
-// hold is [ErrInvalidCall]. The record (evidence of kind [audit.KindControls],
+// records nothing either. A tool the gate does not hold is
+// [ErrInvalidCall]. The record (evidence of kind [audit.KindControls],
 // the controls in full and the gate's policy hash) is written through the
 // kernel's Governor and claims one once-key per control it adds and one
 // for the controls it read, so concurrent Restricts are ordered and none

@@ -18,9 +18,9 @@ import (
 
 // withIntents configures the desk's intents.
 func withIntents(su *setup) {
-	su.intents = []Intent{
-		{Name: "refund", Tools: []string{"lookup_order", "issue_refund"}},
-		{Name: "question", Tools: []string{"lookup_order", "search_kb"}},
+	su.intents = map[string][]string{
+		"refund":   {"lookup_order", "issue_refund"},
+		"question": {"lookup_order", "search_kb"},
 	}
 }
 
@@ -353,7 +353,7 @@ func TestNewChecks(t *testing.T) {
 		cfg  Config
 		want error
 	}{
-		{"fine", Config{Tools: []Tool{lookup, refund}, Contracts: []Contract{{"support", []string{"lookup_order"}}}}, nil},
+		{"fine", Config{Tools: []Tool{lookup, refund}, Contracts: map[string][]string{"support": {"lookup_order"}}}, nil},
 		{"no tools", Config{}, nil},
 		{"tool type also a kernel spec", Config{Tools: []Tool{lookup, refund}, Kernel: kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", MinBeliefs: []string{"refund_due"}}}}}, ErrInvalidConfig},
 		{"tool type given as a kernel spec before", Config{Kernel: kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "lookup_order", SafeFallback: true}}}, Tools: []Tool{lookup}}, ErrInvalidConfig},
@@ -363,29 +363,28 @@ func TestNewChecks(t *testing.T) {
 		{"fallback a tool's", Config{Tools: []Tool{refund}, Fallback: "issue_refund"}, ErrInvalidConfig},
 		{"fallback a read-only tool's", Config{Tools: []Tool{lookup}, Fallback: "lookup_order"}, ErrInvalidConfig},
 		{"bad kernel option", Config{Tools: []Tool{lookup}, Kernel: kernel.Config{MinConfidence: 2}}, blackboard.ErrInvalidInput},
-		{"approval rule does not compile", Config{Tools: []Tool{withApproval(refund, "amount >")}}, ErrInvalidTool},
-		{"approval rule not a bool", Config{Tools: []Tool{withApproval(refund, "amount + 1")}}, ErrInvalidTool},
-		{"grounded tool declaring no bindings", Config{Tools: []Tool{withBindings(refund, false)}}, ErrInvalidTool},
+		{"approval rule does not compile", Config{Tools: []Tool{withApproval(refund, "amount >")}}, ErrInvalidConfig},
+		{"approval rule not a bool", Config{Tools: []Tool{withApproval(refund, "amount + 1")}}, ErrInvalidConfig},
+		{"grounded tool declaring no bindings", Config{Tools: []Tool{withBindings(refund, false)}}, ErrInvalidConfig},
 		{"grounded tool declared unbound", Config{Tools: []Tool{withBindings(refund, true)}}, nil},
-		{"bindings and unbound", Config{Tools: []Tool{withBindings(refund, true, orderBindings...)}}, ErrInvalidTool},
-		{"bindings on a read-only tool", Config{Tools: []Tool{withBindings(lookup, false, orderBindings...)}}, ErrInvalidTool},
-		{"binding without an operator", Config{Tools: []Tool{withBindings(refund, false, Binding{Arg: "amount", Percept: "order"})}}, ErrInvalidTool},
-		{"binding of an undeclared argument", Config{Tools: []Tool{withBindings(refund, false, Binding{Arg: "total", Percept: "order", Op: AtMost})}}, ErrInvalidTool},
-		{"binding without a percept", Config{Tools: []Tool{withBindings(refund, false, Binding{Arg: "amount", Op: AtMost})}}, ErrInvalidTool},
+		{"bindings and unbound", Config{Tools: []Tool{withBindings(refund, true, orderBindings...)}}, ErrInvalidConfig},
+		{"bindings on a read-only tool", Config{Tools: []Tool{withBindings(lookup, false, orderBindings...)}}, ErrInvalidConfig},
+		{"binding without an operator", Config{Tools: []Tool{withBindings(refund, false, Binding{Arg: "amount", Percept: "order"})}}, ErrInvalidConfig},
+		{"binding of an undeclared argument", Config{Tools: []Tool{withBindings(refund, false, Binding{Arg: "total", Percept: "order", Op: "at_most"})}}, ErrInvalidConfig},
+		{"binding without a percept", Config{Tools: []Tool{withBindings(refund, false, Binding{Arg: "amount", Op: "at_most"})}}, ErrInvalidConfig},
 		{"no effect: caller-driven", Config{Tools: []Tool{{Unscoped: true, Name: "lookup_order", Result: "order"}}}, nil},
-		{"no name", Config{Tools: []Tool{{Unscoped: true, Effect: effect}}}, ErrInvalidTool},
-		{"twice", Config{Tools: []Tool{lookup, lookup}}, ErrInvalidTool},
-		{"reserved property", Config{Tools: []Tool{withParams(lookup, `{"type":"object","properties":{"requires_beliefs":{"type":"array"}}}`)}}, ErrInvalidTool},
-		{"schema not an object", Config{Tools: []Tool{withParams(lookup, `{"type":"array"}`)}}, ErrInvalidTool},
-		{"unknown property type", Config{Tools: []Tool{withParams(lookup, `{"type":"object","properties":{"x":{"type":"float"}}}`)}}, ErrInvalidTool},
-		{"undeclared required", Config{Tools: []Tool{withParams(lookup, `{"type":"object","required":["x"]}`)}}, ErrInvalidTool},
-		{"reserved result kind", Config{Tools: []Tool{{Unscoped: true, Name: "lookup_order", Result: audit.KindAttempt, Effect: effect}}}, ErrInvalidTool},
-		{"bad retry", Config{Tools: []Tool{{Unscoped: true, Name: "lookup_order", Effect: effect, Retry: RetryPolicy{MaxAttempts: -1}}}}, ErrInvalidTool},
-		{"bad once-key", Config{Tools: []Tool{withOnce(refund, &kernel.OnceKey{})}}, ErrInvalidTool},
-		{"caller lists an unknown tool", Config{Tools: []Tool{lookup}, Contracts: []Contract{{"support", []string{"issue_refund"}}}}, ErrInvalidConfig},
-		{"caller twice", Config{Tools: []Tool{lookup}, Contracts: []Contract{{"support", nil}, {"support", nil}}}, ErrInvalidConfig},
-		{"intent lists an unknown tool", Config{Tools: []Tool{lookup}, Intents: []Intent{{"refund", []string{"issue_refund"}}}}, ErrInvalidConfig},
-		{"caller without a name", Config{Tools: []Tool{lookup}, Contracts: []Contract{{"", nil}}}, ErrInvalidConfig},
+		{"no name", Config{Tools: []Tool{{Unscoped: true, Effect: effect}}}, ErrInvalidConfig},
+		{"twice", Config{Tools: []Tool{lookup, lookup}}, ErrInvalidConfig},
+		{"reserved property", Config{Tools: []Tool{withParams(lookup, `{"type":"object","properties":{"requires_beliefs":{"type":"array"}}}`)}}, ErrInvalidConfig},
+		{"schema not an object", Config{Tools: []Tool{withParams(lookup, `{"type":"array"}`)}}, ErrInvalidConfig},
+		{"unknown property type", Config{Tools: []Tool{withParams(lookup, `{"type":"object","properties":{"x":{"type":"float"}}}`)}}, ErrInvalidConfig},
+		{"undeclared required", Config{Tools: []Tool{withParams(lookup, `{"type":"object","required":["x"]}`)}}, ErrInvalidConfig},
+		{"reserved result kind", Config{Tools: []Tool{{Unscoped: true, Name: "lookup_order", Result: audit.KindAttempt, Effect: effect}}}, ErrInvalidConfig},
+		{"bad retry", Config{Tools: []Tool{{Unscoped: true, Name: "lookup_order", Effect: effect, Retry: RetryPolicy{MaxAttempts: -1}}}}, ErrInvalidConfig},
+		{"bad once-key", Config{Tools: []Tool{withOnce(refund, &kernel.OnceKey{})}}, ErrInvalidConfig},
+		{"caller lists an unknown tool", Config{Tools: []Tool{lookup}, Contracts: map[string][]string{"support": {"issue_refund"}}}, ErrInvalidConfig},
+		{"intent lists an unknown tool", Config{Tools: []Tool{lookup}, Intents: map[string][]string{"refund": {"issue_refund"}}}, ErrInvalidConfig},
+		{"caller without a name", Config{Tools: []Tool{lookup}, Contracts: map[string][]string{"": nil}}, ErrInvalidConfig},
 		{"bad lease", Config{Tools: []Tool{lookup}, Lease: -time.Second}, ErrInvalidConfig},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -408,7 +407,7 @@ func TestNewChecks(t *testing.T) {
 	}
 }
 
-func withApproval(t Tool, rule string) Tool   { t.Approval = ApprovalPolicy{When: rule}; return t }
+func withApproval(t Tool, rule string) Tool   { t.Approval = rule; return t }
 func withParams(t Tool, schema string) Tool   { t.Parameters = json.RawMessage(schema); return t }
 func withOnce(t Tool, o *kernel.OnceKey) Tool { t.Once = o; return t }
 

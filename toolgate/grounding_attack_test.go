@@ -82,7 +82,7 @@ func raceDesk(t *testing.T, store store.Store, shop *orderSystem) (*Gate, *atomi
 	lookup := Func(Tool{Name: "lookup_order", Result: "order", ReadOnly: true, Derives: []Derive{refundDue}},
 		func(_ context.Context, _ Invocation, a lookupArgs) (order, error) { return shop.read(a.OrderID), nil })
 	refund := Func(Tool{Name: "issue_refund", Result: "refund", Requires: []string{"refund_due"},
-		Bindings: []Binding{{Arg: "order_id", Percept: "order", Op: Equal}}, Once: &kernel.OnceKey{Fields: []string{"order_id"}}, Unscoped: true},
+		Bindings: []Binding{{Arg: "order_id", Percept: "order", Op: "equal"}}, Once: &kernel.OnceKey{Fields: []string{"order_id"}}, Unscoped: true},
 		func(_ context.Context, _ Invocation, a refundArgs) (map[string]any, error) {
 			refunds.Add(1)
 			shop.refundElsewhere(a.OrderID, a.Amount)
@@ -91,7 +91,7 @@ func raceDesk(t *testing.T, store store.Store, shop *orderSystem) (*Gate, *atomi
 	g, err := New(context.Background(), Config{
 		Kernel:    kernel.Config{Store: store},
 		Tools:     []Tool{lookup, refund},
-		Contracts: []Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -56,8 +56,8 @@ func (c *clock) Advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
 // setup is what a test may change about the desk before it is built.
 type setup struct {
 	tools     []Tool
-	contracts []Contract
-	intents   []Intent
+	contracts map[string][]string
+	intents   map[string][]string
 	cfg       Config // the rest of the gate's configuration, and its kernel's
 }
 
@@ -72,7 +72,7 @@ type desk struct {
 	g         *Gate
 	analyst   *kernel.Proposer // proposes beliefs
 	tools     []Tool           // as registered
-	contracts []Contract
+	contracts map[string][]string
 	kcfg      kernel.Config // the kernel's configuration, for another gate over the store
 
 	mu     sync.Mutex
@@ -102,8 +102,8 @@ const (
 // orderBindings bind a refund to the order its refund_due belief rests
 // on: the same order, at most its amount.
 var orderBindings = []Binding{
-	{Arg: "order_id", Percept: "order", Op: Equal},
-	{Arg: "amount", Percept: "order", Op: AtMost},
+	{Arg: "order_id", Percept: "order", Op: "equal"},
+	{Arg: "amount", Percept: "order", Op: "at_most"},
 }
 
 // deskTools are the desk's tools; effect dispatches to the desk. Its
@@ -114,7 +114,7 @@ func deskTools(effect func(tool string) EffectFunc) []Tool {
 		{Name: "lookup_order", Description: "Look up an order by id.", ReadOnly: true, Parameters: json.RawMessage(orderSchema),
 			Result: "order", Effect: effect("lookup_order")},
 		{Unscoped: true, Name: "issue_refund", Description: "Refund an order.", Parameters: json.RawMessage(refundSchema),
-			Requires: []string{"refund_due"}, Bindings: orderBindings, Result: "refund", Approval: ApprovalPolicy{When: "amount > 500"},
+			Requires: []string{"refund_due"}, Bindings: orderBindings, Result: "refund", Approval: "amount > 500",
 			Idempotent: true,
 			Retry:      RetryPolicy{MaxAttempts: 3, Backoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond},
 			Hints:      map[reason.Code]string{reason.DuplicateAction: "This refund was already issued; do not retry."},
@@ -132,9 +132,9 @@ func newDesk(t testing.TB, s store.Store, mods ...func(*setup)) *desk {
 		tools: deskTools(func(tool string) EffectFunc {
 			return func(ctx context.Context, inv Invocation) (blackboard.Payload, error) { return d.effect(ctx, tool, inv) }
 		}),
-		contracts: []Contract{
-			{Name: "support", Tools: []string{"lookup_order", "issue_refund"}},
-			{Name: "researcher", Tools: []string{"search_kb"}},
+		contracts: map[string][]string{
+			"support":    {"lookup_order", "issue_refund"},
+			"researcher": {"search_kb"},
 		},
 	}
 	for _, m := range mods {

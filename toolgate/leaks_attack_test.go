@@ -109,7 +109,7 @@ func TestAttackOversizedArgument(t *testing.T) {
 				su.tools[i].Parameters = json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","maxLength":64}},"required":["query"]}`)
 			case "issue_refund":
 				su.tools[i].Parameters = json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"},"memo":{"type":"string"}},"required":["order_id","amount"]}`)
-				su.tools[i].Approval = ApprovalPolicy{}
+				su.tools[i].Approval = ""
 			}
 		}
 	})

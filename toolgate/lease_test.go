@@ -85,7 +85,7 @@ func slowGate(t *testing.T, lease, delay time.Duration, log *effectLog, started 
 		Kernel:    kernel.Config{Store: s},
 		Tools:     []toolgate.Tool{ping},
 		Lease:     lease,
-		Contracts: []toolgate.Contract{{Name: "ops", Tools: []string{"ping"}}},
+		Contracts: map[string][]string{"ops": {"ping"}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -124,7 +124,7 @@ func checkMasked(t *Tool) error {
 		}
 	}
 	for _, b := range t.Bindings {
-		if b.Op != Equal && slices.Contains(t.Masked, b.Arg) {
+		if b.Op != opEqual && slices.Contains(t.Masked, b.Arg) {
 			return fmt.Errorf("binding on masked argument %q is %s: a masked value can only be compared for equality", b.Arg, b.Op)
 		}
 	}
@@ -155,7 +155,7 @@ func checkMaskedOnce(g *Gate) error {
 		}
 		for _, f := range e.Once.Fields {
 			if slices.Contains(masked, f) {
-				return fmt.Errorf("%w: tool %q: once-key field %q is masked, and under a keyring (WithMaskKeys) each trace hashes it under its own key, so the once-key would not hold across traces", ErrInvalidTool, e.Name, f)
+				return fmt.Errorf("%w: tool %q: once-key field %q is masked, and under a keyring (WithMaskKeys) each trace hashes it under its own key, so the once-key would not hold across traces", ErrInvalidConfig, e.Name, f)
 			}
 		}
 	}

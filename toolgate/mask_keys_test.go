@@ -282,7 +282,7 @@ func TestMaskKeysNewRefuses(t *testing.T) {
 	base := func(mods ...func(*setup)) Config {
 		su := setup{tools: deskTools(func(string) EffectFunc {
 			return func(context.Context, Invocation) (blackboard.Payload, error) { return nil, nil }
-		}), contracts: []Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}}}
+		}), contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}}}
 		for _, m := range mods {
 			m(&su)
 		}
@@ -305,7 +305,7 @@ func TestMaskKeysNewRefuses(t *testing.T) {
 	both.MaskKey = testMaskKey
 	try("both options", ErrInvalidConfig, both)
 	try("nil keyring", ErrInvalidConfig, base(withMaskKeys(nil)))
-	try("once-key on a masked argument", ErrInvalidTool, base(withMaskKeys(mask.NewKeys()), withOnceKey))
+	try("once-key on a masked argument", ErrInvalidConfig, base(withMaskKeys(mask.NewKeys()), withOnceKey))
 	onPercept := func(su *setup) {
 		for i := range su.tools {
 			if su.tools[i].Name == "issue_refund" {
@@ -313,7 +313,7 @@ func TestMaskKeysNewRefuses(t *testing.T) {
 			}
 		}
 	}
-	try("once-key on a masked percept field", ErrInvalidTool, base(withMaskKeys(mask.NewKeys()), onPercept))
+	try("once-key on a masked percept field", ErrInvalidConfig, base(withMaskKeys(mask.NewKeys()), onPercept))
 	try("once-key under one key", nil, base(withMasking, withOnceKey))
 	try("keyring without once-keys", nil, base(withMaskKeys(mask.NewKeys())))
 }

@@ -42,7 +42,7 @@ func TestAttackMaskKeysAcrossNamespaces(t *testing.T) {
 			Kernel:    kernel.Config{Store: s, Namespace: ns},
 			Tools:     []toolgate.Tool{send},
 			MaskKeys:  ring,
-			Contracts: []toolgate.Contract{{Name: "mailer", Tools: []string{"send_receipt"}}},
+			Contracts: map[string][]string{"mailer": {"send_receipt"}},
 		})
 		if err != nil {
 			t.Fatal(err)

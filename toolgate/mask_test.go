@@ -235,7 +235,7 @@ func TestMaskedNewRefuses(t *testing.T) {
 		return Config{
 			Kernel:    kernel.Config{BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}}},
 			Tools:     tools,
-			Contracts: []Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+			Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 			MaskKey:   key,
 		}
 	}
@@ -245,9 +245,9 @@ func TestMaskedNewRefuses(t *testing.T) {
 	if _, err := New(ctx, cfg([]byte("short"))); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("short key: %v, want ErrInvalidConfig", err)
 	}
-	tools[1].Masked = []string{"amount"} // bound AtMost
-	if _, err := New(ctx, cfg(testMaskKey)); !errors.Is(err, ErrInvalidTool) {
-		t.Errorf("at_most on a masked argument: %v, want ErrInvalidTool", err)
+	tools[1].Masked = []string{"amount"} // bound at_most
+	if _, err := New(ctx, cfg(testMaskKey)); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("at_most on a masked argument: %v, want ErrInvalidConfig", err)
 	}
 	tools[1].Masked = []string{"order_id"}
 	g, err := New(ctx, cfg(testMaskKey))

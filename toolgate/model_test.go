@@ -389,14 +389,14 @@ func (p *modelProc) tools() []toolgate.Tool {
 			Parameters: obj(`"order_id":{"type":"string"},"amount":{"type":"number","minimum":1}`, "order_id", "amount"),
 			Requires:   []string{"refund_due"},
 			Bindings: []toolgate.Binding{
-				{Arg: "order_id", Percept: "order", Op: toolgate.Equal},
-				{Arg: "amount", Percept: "order", Op: toolgate.AtMost},
+				{Arg: "order_id", Percept: "order", Op: "equal"},
+				{Arg: "amount", Percept: "order", Op: "at_most"},
 			},
 			Once: &kernel.OnceKey{Fields: []string{"order_id"}},
 			// The model's traces serve no recorded request: what it tests is
 			// grounding, once-keys, approvals and crashes across orders.
 			Unscoped: true,
-			Approval: toolgate.ApprovalPolicy{When: fmt.Sprintf("amount > %d", modelOver)},
+			Approval: fmt.Sprintf("amount > %d", modelOver),
 			Retry:    toolgate.RetryPolicy{MaxAttempts: 20, Backoff: time.Millisecond},
 			Effect:   p.refund,
 		},
@@ -409,7 +409,7 @@ func (p *modelProc) open(ctx context.Context, st store.Store, offset time.Durati
 		Kernel:    kernel.Config{Store: st, Clock: func() time.Time { return time.Now().Add(offset) }},
 		Tools:     p.tools(),
 		Lease:     modelLease,
-		Contracts: []toolgate.Contract{{Name: modelCaller, Tools: []string{"lookup_order", "issue_refund"}}},
+		Contracts: map[string][]string{modelCaller: {"lookup_order", "issue_refund"}},
 	})
 	p.gate = g
 	return err

@@ -27,7 +27,7 @@ var celReserved = []string{
 	"import", "let", "loop", "package", "namespace", "return", "var", "void", "while",
 }
 
-// policy is a compiled [ApprovalPolicy].
+// policy is a compiled approval rule ([Tool.Approval]).
 type policy struct {
 	always bool
 	expr   string
@@ -35,10 +35,17 @@ type policy struct {
 	vars   []string    // the properties declared as variables
 }
 
-// compilePolicy compiles p's rule against the tool's schema.
-func compilePolicy(p ApprovalPolicy, s *schema) (*policy, error) {
-	pol := &policy{always: p.Always, expr: p.When}
-	if p.When == "" {
+// approvalAlways is the rule of a tool whose every call needs approval:
+// it needs no evaluation, and is recorded as such ("always").
+const approvalAlways = "true"
+
+// compilePolicy compiles the approval rule when against the tool's schema.
+func compilePolicy(when string, s *schema) (*policy, error) {
+	if when == approvalAlways {
+		return &policy{always: true}, nil
+	}
+	pol := &policy{expr: when}
+	if when == "" {
 		return pol, nil
 	}
 	opts := []cel.EnvOption{
@@ -57,7 +64,7 @@ func compilePolicy(p ApprovalPolicy, s *schema) (*policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	ast, err := expr.Compile(env, p.When)
+	ast, err := expr.Compile(env, when)
 	if err == nil {
 		err = expr.WantBool(ast)
 	}

@@ -34,7 +34,7 @@ func TestAttackRecheckRefusalFreesOnceKey(t *testing.T) {
 		}, reason.SupersededEvidence},
 		// The run controls' refusal claims the first attempt's key too.
 		{"read-only trace", func(t *testing.T, d *desk) {
-			if err := d.g.Restrict(d.ctx, "t1", Controls{Safety: SafetyReadOnly}); err != nil {
+			if err := d.g.Restrict(d.ctx, "t1", Controls{ReadOnly: true}); err != nil {
 				t.Fatal(err)
 			}
 		}, reason.ReadOnlyMode},

@@ -35,7 +35,7 @@ func TestRetryKeyReplaysTheResult(t *testing.T) {
 			Effect: func(context.Context, Invocation) (blackboard.Payload, error) {
 				return blackboard.Payload{"sent": true}, nil
 			}})
-		su.contracts[0].Tools = append(su.contracts[0].Tools, "send_note")
+		su.contracts["support"] = append(su.contracts["support"], "send_note")
 	}
 	onStores(t, func(t *testing.T, d *desk) {
 		first := d.keyed(d.g, "k1", "support", "lookup_order", `{"order_id":"A1"}`)

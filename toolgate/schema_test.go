@@ -81,8 +81,8 @@ func TestSchemaRefused(t *testing.T) {
 		`{"type":"object",`,
 	} {
 		g, err := New(context.Background(), Config{Tools: []Tool{{Unscoped: true, Name: "a", Parameters: json.RawMessage(raw), Effect: noop}}})
-		if !errors.Is(err, ErrInvalidTool) {
-			t.Errorf("%s: %v, want ErrInvalidTool", raw, err)
+		if !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%s: %v, want ErrInvalidConfig", raw, err)
 		}
 		if g != nil {
 			g.Close()
@@ -98,7 +98,7 @@ func TestSchemaCallRefused(t *testing.T) {
 	g, err := New(context.Background(), Config{
 		Tools: []Tool{{Unscoped: true, Name: "ship", Parameters: json.RawMessage(richSchema),
 			Effect: func(context.Context, Invocation) (blackboard.Payload, error) { ran++; return blackboard.Payload{}, nil }}},
-		Contracts: []Contract{{Name: "support", Tools: []string{"ship"}}},
+		Contracts: map[string][]string{"support": {"ship"}},
 	})
 	if err != nil {
 		t.Fatal(err)

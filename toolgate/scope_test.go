@@ -43,7 +43,7 @@ func newScopeDesk(t *testing.T) *scopeDesk {
 				return blackboard.Payload{"order_id": id, "amount": orders[id]}, nil
 			}}, {Name: "issue_refund", Result: "refund", Requires: []string{"refund_due"},
 			Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`),
-			Bindings:   []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}},
+			Bindings:   []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: "equal"}, {Arg: "amount", Percept: "order", Op: "at_most"}},
 			Scope:      map[string]string{"order_id": "order"}, Once: &kernel.OnceKey{Fields: []string{"order_id"}},
 			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 				id, _ := inv.Args["order_id"].(string)
@@ -57,7 +57,7 @@ func newScopeDesk(t *testing.T) *scopeDesk {
 			Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
 				return blackboard.Payload{"queued": true}, nil
 			}}},
-		Contracts: []toolgate.Contract{{Name: "agent", Tools: []string{"lookup_order", "issue_refund", "note_customer", "escalate"}}},
+		Contracts: map[string][]string{"agent": {"lookup_order", "issue_refund", "note_customer", "escalate"}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -167,16 +167,16 @@ func TestScopeDecidedByKernel(t *testing.T) {
 func TestAttackUndeclaredScope(t *testing.T) {
 	_, err := toolgate.New(t.Context(), toolgate.Config{Tools: []toolgate.Tool{{Name: "wire_money",
 		Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) { return nil, nil }}}})
-	if !errors.Is(err, toolgate.ErrInvalidTool) || !strings.Contains(err.Error(), "wire_money") {
-		t.Fatalf("New of an effectful tool without Scope or Unscoped: %v, want ErrInvalidTool naming it", err)
+	if !errors.Is(err, toolgate.ErrInvalidConfig) || !strings.Contains(err.Error(), "wire_money") {
+		t.Fatalf("New of an effectful tool without Scope or Unscoped: %v, want ErrInvalidConfig naming it", err)
 	}
 	for name, tool := range map[string]toolgate.Tool{
 		"both":           {Name: "a", Unscoped: true, Scope: map[string]string{"x": "order"}},
 		"undeclared arg": {Name: "a", Parameters: json.RawMessage(`{"type":"object","properties":{"y":{"type":"string"}}}`), Scope: map[string]string{"x": "order"}},
 		"empty type":     {Name: "a", Scope: map[string]string{"x": ""}},
 	} {
-		if _, err := toolgate.New(t.Context(), toolgate.Config{Tools: []toolgate.Tool{tool}}); !errors.Is(err, toolgate.ErrInvalidTool) {
-			t.Errorf("%s: %v, want ErrInvalidTool", name, err)
+		if _, err := toolgate.New(t.Context(), toolgate.Config{Tools: []toolgate.Tool{tool}}); !errors.Is(err, toolgate.ErrInvalidConfig) {
+			t.Errorf("%s: %v, want ErrInvalidConfig", name, err)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package toolgate
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -40,7 +39,7 @@ func (x *executor) snapshot(c Config) snapshot.Policy {
 			Unbound: e.Unbound, Scope: maps.Clone(e.Scope), Unscoped: e.Unscoped, Idempotent: e.Idempotent, ReadOnly: e.ReadOnly, Result: e.resultKind(), ResultTTLMS: e.ResultTTL.Milliseconds(),
 			Masked: slices.Clone(e.Masked)}
 		for _, b := range e.Bindings {
-			tp.Bindings = append(tp.Bindings, snapshot.Binding{Arg: b.Arg, Percept: b.Percept, Field: b.Field, Op: string(b.Op)})
+			tp.Bindings = append(tp.Bindings, snapshot.Binding{Arg: b.Arg, Percept: b.Percept, Field: b.Field, Op: b.Op})
 		}
 		for _, d := range e.Derives {
 			tp.Derives = append(tp.Derives, snapshot.Derive{Belief: d.Belief, Value: d.Value, Fields: maps.Clone(d.Fields)})
@@ -48,8 +47,12 @@ func (x *executor) snapshot(c Config) snapshot.Policy {
 		if e.Once != nil {
 			tp.Once = &snapshot.Once{Fields: slices.Clone(e.Once.Fields), Percept: e.Once.Percept, Limit: e.Once.Limit}
 		}
-		if e.Approval.Always || e.Approval.When != "" {
-			tp.Approval = &snapshot.Approval{Always: e.Approval.Always, When: e.Approval.When}
+		switch e.Approval {
+		case "":
+		case approvalAlways: // recorded as before the rule was a string
+			tp.Approval = &snapshot.Approval{Always: true}
+		default:
+			tp.Approval = &snapshot.Approval{When: e.Approval}
 		}
 		p.Tools = append(p.Tools, tp)
 	}
@@ -58,14 +61,13 @@ func (x *executor) snapshot(c Config) snapshot.Policy {
 		slices.Sort(s)
 		return slices.Compact(s)
 	}
-	for _, r := range c.Contracts {
-		p.Contracts = append(p.Contracts, snapshot.Group{Name: r.Name, Tools: sorted(r.Tools)})
+	// Sorted by name: a map has no order, and the hash must not vary.
+	for _, name := range slices.Sorted(maps.Keys(c.Contracts)) {
+		p.Contracts = append(p.Contracts, snapshot.Group{Name: name, Tools: sorted(c.Contracts[name])})
 	}
-	slices.SortFunc(p.Contracts, func(a, b snapshot.Group) int { return cmp.Compare(a.Name, b.Name) })
-	for _, in := range c.Intents {
-		p.Intents = append(p.Intents, snapshot.Group{Name: in.Name, Tools: sorted(in.Tools)})
+	for _, name := range slices.Sorted(maps.Keys(c.Intents)) {
+		p.Intents = append(p.Intents, snapshot.Group{Name: name, Tools: sorted(c.Intents[name])})
 	}
-	slices.SortFunc(p.Intents, func(a, b snapshot.Group) int { return cmp.Compare(a.Name, b.Name) })
 	for _, v := range c.Kernel.Validators { // the owner's: the gate's own checks of the run controls and the request are not policy
 		if r, ok := v.(*rules.Rules); ok {
 			p.Rules = append(p.Rules, r.Specs()...)

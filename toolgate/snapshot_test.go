@@ -53,7 +53,7 @@ func TestPolicySnapshot(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		p := decodedPolicy(t, d.g)
 		if len(p.Tools) != 3 || p.Tools[1].Name != "issue_refund" || p.Tools[1].Approval == nil || p.Tools[1].Approval.When != "amount > 500" ||
-			!reflect.DeepEqual(p.Tools[1].Bindings, []snapshot.Binding{{Arg: "order_id", Percept: "order", Op: string(Equal)}, {Arg: "amount", Percept: "order", Op: string(AtMost)}}) || p.Tools[1].Result != "refund" || p.Tools[0].Requires != nil ||
+			!reflect.DeepEqual(p.Tools[1].Bindings, []snapshot.Binding{{Arg: "order_id", Percept: "order", Op: "equal"}, {Arg: "amount", Percept: "order", Op: "at_most"}}) || p.Tools[1].Result != "refund" || p.Tools[0].Requires != nil ||
 			!json.Valid(p.Tools[0].Parameters) || !strings.Contains(string(p.Tools[0].Parameters), "order_id") {
 			t.Errorf("tools: %+v", p.Tools)
 		}
@@ -80,13 +80,15 @@ func TestPolicySnapshot(t *testing.T) {
 		if err := json.Unmarshal(raw, &back); err != nil || back.Encode().Hash != h {
 			t.Errorf("recorded policy hashes %q, %v", back.Encode().Hash, err)
 		}
-		// A restart with the same policy, contracts in another order.
-		g2 := d.gate(Config{Tools: d.tools, Contracts: []Contract{d.contracts[1], d.contracts[0]}})
+		// A restart with the same policy, a contract's tools in another
+		// order and one twice.
+		g2 := d.gate(Config{Tools: d.tools, Contracts: map[string][]string{
+			"support": {"issue_refund", "lookup_order", "issue_refund"}, "researcher": d.contracts["researcher"]}})
 		if g2.Policy().Hash != h || len(d.policyRecords()) != 1 || g2.policyID != recs[0].ID {
 			t.Errorf("restart: hash %q, %d records", g2.Policy().Hash, len(d.policyRecords()))
 		}
 		// A changed policy is a second record.
-		g3 := d.gate(Config{Tools: d.tools, Contracts: []Contract{{Name: "support", Tools: []string{"lookup_order"}}}})
+		g3 := d.gate(Config{Tools: d.tools, Contracts: map[string][]string{"support": {"lookup_order"}}})
 		if g3.Policy().Hash == h || len(d.policyRecords()) != 2 {
 			t.Errorf("changed policy: hash %q, %d records", g3.Policy().Hash, len(d.policyRecords()))
 		}

@@ -97,7 +97,7 @@ func newSessionDesk(tb testing.TB, s store.Store) *sessionDesk {
 			}},
 		{Unscoped: true, Name: "issue_refund", Description: "Refund an order.", Parameters: json.RawMessage(sessionRefundSchema), Result: "refund",
 			Requires: []string{"refund_due"},
-			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}},
+			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: "equal"}, {Arg: "amount", Percept: "order", Op: "at_most"}},
 			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 				return blackboard.Payload{"refund_id": "re_" + fmt.Sprint(inv.Args["order_id"]), "amount": inv.Args["amount"]}, nil
 			}},
@@ -109,7 +109,7 @@ func newSessionDesk(tb testing.TB, s store.Store) *sessionDesk {
 			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}},
 		},
 		Tools:     tools,
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	})
 	if err != nil {
 		tb.Fatalf("toolgate.New: %v", err)

@@ -47,7 +47,7 @@ func TestToolCallSpans(t *testing.T) {
 				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 700.0}, nil
 			}},
 		{Unscoped: true, Name: "issue_refund", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`),
-			Requires: []string{"refund_due"}, Bindings: orderBound, Result: "refund", Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
+			Requires: []string{"refund_due"}, Bindings: orderBound, Result: "refund", Approval: "amount > 500",
 			Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
 				return blackboard.Payload{"refund_id": "re_1"}, nil
 			}},
@@ -60,7 +60,7 @@ func TestToolCallSpans(t *testing.T) {
 			BeliefSpecs:    []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}},
 		},
 		Tools:     tools,
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -204,7 +204,7 @@ func TestToolSpanUnderApplicationSpan(t *testing.T) {
 	g, err := toolgate.New(context.Background(), toolgate.Config{
 		Kernel:    kernel.Config{TracerProvider: tp},
 		Tools:     []toolgate.Tool{lookup},
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order"}}},
+		Contracts: map[string][]string{"support": {"lookup_order"}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -262,7 +262,7 @@ func TestBudgetAndApprovalTelemetry(t *testing.T) {
 		t.Fatal(err)
 	}
 	refund := toolgate.Tool{Unscoped: true, Name: "issue_refund", Parameters: json.RawMessage(`{"type":"object","properties":{"amount":{"type":"number"}},"required":["amount"]}`),
-		Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
+		Approval: "amount > 500",
 		Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
 			return blackboard.Payload{"refund_id": "re_1"}, nil
 		}}
@@ -270,7 +270,7 @@ func TestBudgetAndApprovalTelemetry(t *testing.T) {
 		Kernel:    kernel.Config{TracerProvider: tp, MeterProvider: mp},
 		Tools:     []toolgate.Tool{refund},
 		Budget:    &toolgate.Budget{Run: run, Guard: nil},
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"issue_refund"}}},
+		Contracts: map[string][]string{"support": {"issue_refund"}},
 	})
 	if err != nil {
 		t.Fatal(err)

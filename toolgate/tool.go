@@ -90,7 +90,7 @@ type Tool struct {
 	// [Gate.Recover]).
 	Idempotent bool
 	// ReadOnly declares that the tool changes nothing outside the agent
-	// (a lookup, a search): in a read_only trace ([SafetyReadOnly]) only
+	// (a lookup, a search): in a read-only trace ([Controls.ReadOnly]) only
 	// such tools are shown and run. A tool that does not declare it is
 	// effectful there, whatever it requires, so that the mode fails
 	// closed: an email that rests on no belief is still an effect.
@@ -110,8 +110,18 @@ type Tool struct {
 	// call's effect ([Call.Effect]); nothing else ever runs it. See
 	// docs/effects.md, "Caller-driven tools".
 	Effect EffectFunc
-	// Approval says when a call needs a person's approval before it runs.
-	Approval ApprovalPolicy
+	// Approval says when a call needs a person's approval before it runs:
+	// "" never, "true" on every call, else a CEL expression over the
+	// arguments, and a call for which it is true needs approval. The
+	// expression sees args (the arguments as a map), each top-level
+	// property the parameters schema declares by its name (when the name
+	// is a CEL identifier and not args, caller or intent), caller and
+	// intent (strings): "amount > 500", "args.currency != 'EUR'". It is
+	// compiled by [New]; one that does not compile, or is not of type
+	// bool, is an error there. On a call where it cannot be evaluated (a
+	// missing argument, a type error) or does not yield a bool, the call
+	// needs approval: the rule fails closed.
+	Approval string
 	// Retry bounds the attempts of the effect; a zero field takes its
 	// default (3 attempts, 200ms, 5s).
 	Retry RetryPolicy
@@ -135,8 +145,8 @@ type Tool struct {
 	// before anything is written, so that the action, its decision
 	// records, its result and what the inspector shows hold the hash.
 	// Equal values give equal hashes, so once-keys, the approval digest,
-	// retry keys and Equal bindings still bind to the real values; an
-	// AtMost or AtLeast binding on a masked argument is refused by New.
+	// retry keys and "equal" bindings still bind to the real values; an
+	// "at_most" or "at_least" binding on a masked argument is refused by New.
 	// The effect gets the real arguments, which the gate holds in memory
 	// for the call only, and the caller gets the real output; an effect
 	// started later without them (after a crash, or by [Gate.Execute]
@@ -196,23 +206,6 @@ func decodeArgs(p blackboard.Payload, v any) error {
 		return err
 	}
 	return json.Unmarshal(b, v)
-}
-
-// ApprovalPolicy says when a call needs approval. The zero value needs
-// none.
-type ApprovalPolicy struct {
-	// Always requires an approval for every call.
-	Always bool `json:"always,omitempty"`
-	// When is a CEL expression over the arguments; a call for which it is
-	// true needs approval. It sees args (the arguments as a map), each
-	// top-level property the parameters schema declares by its name (when
-	// the name is a CEL identifier and not args, caller or intent), caller and
-	// intent (strings): "amount > 500", "args.currency != 'EUR'". It is
-	// compiled by [New]; one that does not compile is an error there. On a
-	// call where it cannot be evaluated (a missing argument, a type error)
-	// or does not yield a bool, the call needs approval: the policy fails
-	// closed.
-	When string `json:"when,omitempty"`
 }
 
 // RetryPolicy bounds the attempts of an effect.

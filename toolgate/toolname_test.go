@@ -38,8 +38,8 @@ func TestAttackToolNameNotAName(t *testing.T) {
 	for _, name := range notNames {
 		// The action type is a name, so that only the tool's name is wrong.
 		tool := toolgate.Tool{Unscoped: true, Name: name, Action: "lookup", Effect: effect}
-		if _, err := toolgate.New(context.Background(), toolgate.Config{Tools: []toolgate.Tool{tool}}); !errors.Is(err, toolgate.ErrInvalidTool) {
-			t.Errorf("New with tool %q: %v, want ErrInvalidTool", name, err)
+		if _, err := toolgate.New(context.Background(), toolgate.Config{Tools: []toolgate.Tool{tool}}); !errors.Is(err, toolgate.ErrInvalidConfig) {
+			t.Errorf("New with tool %q: %v, want ErrInvalidConfig", name, err)
 		}
 	}
 	for _, ok := range []string{"lookup_order", "v2.search-kb", strings.Repeat("a", 64)} {
@@ -56,7 +56,7 @@ func TestAttackToolNameNotAName(t *testing.T) {
 	g, err := toolgate.New(context.Background(), toolgate.Config{
 		Kernel:    kernel.Config{Store: st},
 		Tools:     []toolgate.Tool{lookup},
-		Contracts: []toolgate.Contract{{Name: "agent", Tools: []string{"lookup"}}},
+		Contracts: map[string][]string{"agent": {"lookup"}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -34,7 +34,7 @@ import (
 //
 // A definition Func cannot make (Args not a struct, a type the schema
 // cannot describe, Out no object, Parameters or Effect already set) is
-// reported by [New] as [ErrInvalidTool], so that a tool list stays one
+// reported by [New] as [ErrInvalidConfig], so that a tool list stays one
 // expression.
 func Func[Args, Out any](t Tool, effect func(ctx context.Context, inv Invocation, args Args) (Out, error)) Tool {
 	bad := func(err error) Tool { t.defErr = err; return t }

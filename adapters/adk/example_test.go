@@ -63,9 +63,9 @@ func ExampleNew() {
 		Tools: []toolgate.Tool{{Unscoped: true,
 			Name:       "refund",
 			Parameters: json.RawMessage(`{"type":"object","properties":{"amount":{"type":"number"}},"required":["amount"]}`),
-			Approval:   toolgate.ApprovalPolicy{When: "amount > 500"},
+			Approval:   "amount > 500",
 		}},
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"refund"}}},
+		Contracts: map[string][]string{"support": {"refund"}},
 	})
 	if err != nil {
 		log.Fatal(err)

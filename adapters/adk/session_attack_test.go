@@ -47,7 +47,7 @@ func newBank(t *testing.T, opts ...adk.Option) *bank {
 				b.changed.Add(1)
 				return blackboard.Payload{"changed": true}, nil
 			}}},
-		Contracts: []toolgate.Contract{{Name: "agent", Tools: []string{"check_code", "change_email"}}},
+		Contracts: map[string][]string{"agent": {"check_code", "change_email"}},
 	})
 	if err != nil {
 		t.Fatal(err)

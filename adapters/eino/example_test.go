@@ -57,10 +57,10 @@ func ExampleNew() {
 	// The gate holds it caller-driven: no Effect, since Eino runs it.
 	refund := toolgate.Tool{Unscoped: true, Name: "refund", Description: "Refund an amount.",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"amount":{"type":"number"}},"required":["amount"]}`),
-		Approval:   toolgate.ApprovalPolicy{When: "amount > 500"}}
+		Approval:   "amount > 500"}
 	g, err := toolgate.New(ctx, toolgate.Config{
 		Tools:     []toolgate.Tool{refund},
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"refund"}}},
+		Contracts: map[string][]string{"support": {"refund"}},
 	})
 	if err != nil {
 		panic(err)

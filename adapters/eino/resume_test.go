@@ -21,14 +21,14 @@ func TestResumeOneOfTwo(t *testing.T) {
 	ctx := t.Context()
 	var runs atomic.Int32
 	refund := toolgate.Tool{Unscoped: true, Name: "refund", Parameters: json.RawMessage(`{"type":"object","properties":{"amount":{"type":"number"}}}`),
-		Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
+		Approval: "amount > 500",
 		Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
 			runs.Add(1)
 			return blackboard.Payload{"ok": true}, nil
 		}}
 	g, err := toolgate.New(ctx, toolgate.Config{
 		Tools:     []toolgate.Tool{refund},
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"refund"}}},
+		Contracts: map[string][]string{"support": {"refund"}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -84,7 +84,7 @@ func TestRemoteEffect(t *testing.T) {
 		Idempotent: true, Effect: mcp.RemoteEffect(r.session(t), "ship")}
 	g, err := toolgate.New(t.Context(), toolgate.Config{
 		Tools:     []toolgate.Tool{ship},
-		Contracts: []toolgate.Contract{{Name: "agent", Tools: []string{"ship"}}},
+		Contracts: map[string][]string{"agent": {"ship"}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +125,7 @@ func TestRemoteEffectOlderProtocols(t *testing.T) {
 				Idempotent: true, Effect: mcp.RemoteEffect(r.sessionAt(t, v), "ship")}
 			g, err := toolgate.New(t.Context(), toolgate.Config{
 				Tools:     []toolgate.Tool{ship},
-				Contracts: []toolgate.Contract{{Name: "agent", Tools: []string{"ship"}}},
+				Contracts: map[string][]string{"agent": {"ship"}},
 			})
 			if err != nil {
 				t.Fatal(err)

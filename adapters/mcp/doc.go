@@ -3,7 +3,7 @@
 // tool of the server is a tool of a [toolgate.Gate], and every call of it
 // goes through [toolgate.Gate.Call].
 //
-//	g, err := toolgate.New(ctx, toolgate.Config{Tools: []toolgate.Tool{lookupOrder, issueRefund}, Contracts: []toolgate.Contract{support}})
+//	g, err := toolgate.New(ctx, toolgate.Config{Tools: []toolgate.Tool{lookupOrder, issueRefund}, Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}}})
 //	server := sdk.NewServer(&sdk.Implementation{Name: "support", Version: "v1"}, nil)
 //	err = mcp.Govern(server, g, "support", mcp.WithApprover("human:desk"))
 //	err = server.Run(ctx, &sdk.StdioTransport{})

@@ -27,7 +27,7 @@ func ExampleGovern() {
 	}}
 	g, err := toolgate.New(ctx, toolgate.Config{
 		Tools:     []toolgate.Tool{lookup, wipe},
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order"}}},
+		Contracts: map[string][]string{"support": {"lookup_order"}},
 	})
 	if err != nil {
 		panic(err)

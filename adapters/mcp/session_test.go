@@ -49,15 +49,15 @@ func sessionGate(t *testing.T, refunds *atomic.Int32) *toolgate.Gate {
 			return order{OrderID: a.OrderID, Amount: 80}, nil
 		})
 	issue := toolgate.Func(toolgate.Tool{Unscoped: true, Name: "issue_refund", Result: "refund", Requires: []string{"refund_due"},
-		Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}},
-		Once:     &kernel.OnceKey{Fields: []string{"order_id"}}, Approval: toolgate.ApprovalPolicy{When: "amount > 500"}},
+		Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: "equal"}},
+		Once:     &kernel.OnceKey{Fields: []string{"order_id"}}, Approval: "amount > 500"},
 		func(_ context.Context, _ toolgate.Invocation, a refundArgs) (refund, error) {
 			refunds.Add(1)
 			return refund{RefundID: "re_" + a.OrderID}, nil
 		})
 	g, err := toolgate.New(t.Context(), toolgate.Config{
 		Tools:     []toolgate.Tool{lookup, issue},
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	})
 	if err != nil {
 		t.Fatal(err)

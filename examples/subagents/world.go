@@ -107,8 +107,8 @@ func (w *world) runJob(args blackboard.Payload) (blackboard.Payload, error) {
 }
 
 // roles are the contracts: each worker may call its own tool only.
-var roles = []toolgate.Contract{
-	{Name: "researcher", Tools: []string{"read_docs"}},
-	{Name: "coder", Tools: []string{"compile"}},
-	{Name: "executor", Tools: []string{"run_job"}},
+var roles = map[string][]string{
+	"researcher": {"read_docs"},
+	"coder":      {"compile"},
+	"executor":   {"run_job"},
 }

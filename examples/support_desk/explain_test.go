@@ -11,7 +11,6 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/inspect"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
-	"github.com/blackboardkernel/bk/toolgate"
 )
 
 // TestExplainShowsTheCompiledContext: the desk runs on compiled contexts,
@@ -65,7 +64,7 @@ func TestExplainShowsTheCompiledContext(t *testing.T) {
 			// The read_only ticket's contexts say so and show no effectful
 			// tool: neither the refund nor the email (which rests on no
 			// belief and is an effect all the same), only the lookup.
-			if tk.readOnly != (c.Mode == toolgate.SafetyReadOnly) || tk.readOnly && !slices.Equal(c.Manifest.Tools, []string{"lookup_order"}) {
+			if tk.readOnly != (c.Mode == "read_only") || tk.readOnly && !slices.Equal(c.Manifest.Tools, []string{"lookup_order"}) {
 				t.Errorf("%s: ticket %s shown mode %s, tools %v", r.ID, tk.ID, c.Mode, c.Manifest.Tools)
 			}
 		}

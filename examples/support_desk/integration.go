@@ -44,7 +44,7 @@ func newDesk(ctx context.Context, store store.Store, namespace string, w *world,
 	if err = errors.Join(err, cerr); err == nil {
 		d.g, err = toolgate.New(ctx, toolgate.Config{Lease: lease, Tools: d.tools(),
 			Kernel:    kernel.Config{Store: store, Namespace: namespace, Validators: []kernel.Validator{rs}},
-			Contracts: []toolgate.Contract{{Name: role, Tools: []string{"lookup_order", "issue_refund", "send_email"}}}})
+			Contracts: map[string][]string{role: {"lookup_order", "issue_refund", "send_email"}}})
 	}
 	if err == nil {
 		d.agent, err = llm.NewAgent(model, d.g, llm.WithMaxRounds(12), llm.WithCompiler(comp))

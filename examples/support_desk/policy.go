@@ -29,8 +29,8 @@ func (d *desk) tools() []toolgate.Tool {
 			// up, and never more than it cost; one refund per order, ever
 			// (the once-key is also the payment API's idempotency key);
 			// above 500, a person approves.
-			Scope: map[string]string{"order_id": "order"}, Once: &kernel.OnceKey{Fields: []string{"order_id"}}, Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
-			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}}}, d.refund),
+			Scope: map[string]string{"order_id": "order"}, Once: &kernel.OnceKey{Fields: []string{"order_id"}}, Approval: "amount > 500",
+			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: "equal"}, {Arg: "amount", Percept: "order", Op: "at_most"}}}, d.refund),
 		// To the ticket's customer only (the request's principal); the
 		// outbox honours the key.
 		toolgate.Func(toolgate.Tool{Name: "send_email", Result: "email", Idempotent: true, Scope: map[string]string{"to": toolgate.ScopePrincipal},

@@ -327,10 +327,10 @@ func (r *reporter) turn(t ticket, n int) (string, error) {
 	if n == 1 && t.readOnly {
 		// The owner's run control, recorded in the trace; again on a
 		// resumed run, which changes nothing (controls only tighten).
-		if err := r.d.g.Restrict(r.ctx, t.ID, toolgate.Controls{Safety: toolgate.SafetyReadOnly}); err != nil {
+		if err := r.d.g.Restrict(r.ctx, t.ID, toolgate.Controls{ReadOnly: true}); err != nil {
 			return "", err
 		}
-		fmt.Fprintf(r.out, "\n%s: a chargeback on order %s is open: the desk made the ticket's trace %s\n", t.ID, t.Order, toolgate.SafetyReadOnly)
+		fmt.Fprintf(r.out, "\n%s: a chargeback on order %s is open: the desk made the ticket's trace %s\n", t.ID, t.Order, "read_only")
 	}
 	if r.later[t.ID] {
 		return "", nil

@@ -86,7 +86,7 @@ func run(ctx context.Context, w io.Writer, verbose bool) error {
 		// No request is recorded here, so the refund waives its scope
 		// (toolgate.Gate.RecordRequest, Tool.Scope).
 		{Unscoped: true, Name: "issue_refund", Description: "Refund an order.", Requires: []string{"refund_due"}, Result: "refund",
-			Bindings:   []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}},
+			Bindings:   []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: "equal"}, {Arg: "amount", Percept: "order", Op: "at_most"}},
 			Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`),
 			Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
 				return blackboard.Payload{"refund_id": "re_1"}, nil
@@ -98,7 +98,7 @@ func run(ctx context.Context, w io.Writer, verbose bool) error {
 		Kernel: kernel.Config{Store: store, TracerProvider: tp, Clock: func() time.Time { return now },
 			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}}},
 		Tools:     tools,
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	})
 	if err != nil {
 		return err

@@ -338,7 +338,7 @@ func (c *Console) policyRules(ctx context.Context, namespace, hash, actionType, 
 				continue
 			}
 			for _, bd := range t.Bindings {
-				out = append(out, fmt.Sprintf("binding: %s %s %s.%s", bd.Arg, cmp.Or(bd.Op, string(toolgate.Equal)), bd.Percept, cmp.Or(bd.Field, bd.Arg)))
+				out = append(out, fmt.Sprintf("binding: %s %s %s.%s", bd.Arg, cmp.Or(bd.Op, "equal"), bd.Percept, cmp.Or(bd.Field, bd.Arg)))
 			}
 		}
 		return out, nil

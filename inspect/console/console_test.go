@@ -66,8 +66,8 @@ func newDeskOn(t *testing.T, s store.Store, order string, mods ...func(*toolgate
 				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 700.0}, nil
 			}},
 		{Unscoped: true, Name: "issue_refund", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`),
-			Requires: []string{"refund_due"}, Result: "refund", Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
-			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}},
+			Requires: []string{"refund_due"}, Result: "refund", Approval: "amount > 500",
+			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: "equal"}, {Arg: "amount", Percept: "order", Op: "at_most"}},
 			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 				if d.failures.Add(-1) >= 0 {
 					return nil, toolgate.Retryable(toolgate.Recordable(errors.New("payment API: 503 service unavailable")))
@@ -80,7 +80,7 @@ func newDeskOn(t *testing.T, s store.Store, order string, mods ...func(*toolgate
 		Kernel: kernel.Config{Store: d.s, Namespace: "desk",
 			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}}},
 		Tools:     tools,
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	}
 	for _, m := range mods {
 		m(&cfg)

@@ -38,7 +38,7 @@ func deskApp(t *testing.T, s store.Store, refunds *atomic.Int32) *toolgate.Gate 
 			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}},
 		},
 		Tools:     tools,
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -30,7 +30,7 @@ func ExampleTraceEffects() {
 				}
 				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 80.0}, nil
 			}}},
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order"}}},
+		Contracts: map[string][]string{"support": {"lookup_order"}},
 	})
 	if err != nil {
 		fmt.Println(err)

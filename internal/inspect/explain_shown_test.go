@@ -33,7 +33,7 @@ func shownDesk(t *testing.T) (*toolgate.Gate, store.Store, *pack.Pack, string) {
 			func(_ context.Context, _ toolgate.Invocation, a lookupArgs) (map[string]any, error) {
 				return map[string]any{"order_id": a.OrderID, "amount": 40.0}, nil
 			})},
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order"}}},
+		Contracts: map[string][]string{"support": {"lookup_order"}},
 	})
 	if err != nil {
 		t.Fatal(err)

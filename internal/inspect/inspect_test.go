@@ -183,8 +183,8 @@ func deskTools() []toolgate.Tool {
 				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 700.0}, nil
 			}},
 		{Unscoped: true, Name: "issue_refund", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`),
-			Requires: []string{"refund_due"}, Result: "refund", Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
-			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}},
+			Requires: []string{"refund_due"}, Result: "refund", Approval: "amount > 500",
+			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: "equal"}, {Arg: "amount", Percept: "order", Op: "at_most"}},
 			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 				return blackboard.Payload{"refund_id": "re_" + inv.TraceID}, nil
 			}},
@@ -207,7 +207,7 @@ func toolgateDatabase(t *testing.T) string {
 		Kernel: kernel.Config{Store: s, Namespace: "desk",
 			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}}},
 		Tools:     tools,
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -43,7 +43,7 @@ func TestMaskedValuesNotShown(t *testing.T) {
 		},
 		Tools:     tools,
 		MaskKey:   []byte("0123456789abcdef0123456789abcdef"),
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +110,7 @@ func TestEraseCommand(t *testing.T) {
 			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}}},
 		Tools:     tools,
 		MaskKeys:  ring,
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order"}}},
+		Contracts: map[string][]string{"support": {"lookup_order"}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +133,7 @@ func TestEraseCommand(t *testing.T) {
 			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}}},
 		Tools:     tools,
 		MaskKeys:  ring,
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order"}}},
+		Contracts: map[string][]string{"support": {"lookup_order"}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -44,7 +44,7 @@ func statsStore(b *testing.B, calls, perTrace int) (store.Store, int) {
 	g, err := toolgate.New(ctx, toolgate.Config{
 		Kernel:    kernel.Config{Store: s},
 		Tools:     []toolgate.Tool{deskTools()[0]},
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order"}}},
+		Contracts: map[string][]string{"support": {"lookup_order"}},
 	})
 	if err != nil {
 		b.Fatal(err)

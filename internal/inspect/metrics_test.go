@@ -71,8 +71,8 @@ func scriptedStore(t *testing.T) store.Store {
 			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}},
 		},
 		Tools:     tools,
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund", "send_email"}}},
-		Intents:   []toolgate.Intent{{Name: "refund", Tools: []string{"lookup_order", "issue_refund", "send_email"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund", "send_email"}},
+		Intents:   map[string][]string{"refund": {"lookup_order", "issue_refund", "send_email"}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -36,7 +36,7 @@ func cappedDatabase(t *testing.T) string {
 		Kernel: kernel.Config{Store: s, Namespace: "capped", Validators: []kernel.Validator{rs},
 			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}}},
 		Tools:     deskTools(),
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	})
 	if err != nil {
 		t.Fatal(err)

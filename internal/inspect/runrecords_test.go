@@ -21,7 +21,7 @@ func TestTimelineRunRecords(t *testing.T) {
 	s := memstore.New()
 	var refunds atomic.Int32
 	g := deskApp(t, s, &refunds)
-	if err := g.Restrict(ctx, "quiet", toolgate.Controls{Safety: toolgate.SafetyReadOnly}); err != nil {
+	if err := g.Restrict(ctx, "quiet", toolgate.Controls{ReadOnly: true}); err != nil {
 		t.Fatal(err)
 	}
 	for trace, want := range map[string]string{"quiet": "run controls: read_only", audit.PolicyTrace("desk"): "policy snapshot recorded"} {

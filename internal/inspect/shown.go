@@ -10,7 +10,6 @@ import (
 	"github.com/blackboardkernel/bk/canon"
 	"github.com/blackboardkernel/bk/internal/packrec"
 	"github.com/blackboardkernel/bk/pack"
-	"github.com/blackboardkernel/bk/toolgate"
 )
 
 // Shown is the compiled context a model was shown when it made a call:
@@ -42,7 +41,7 @@ type Context struct {
 	Encoding string            `json:"encoding"`
 	Window   int               `json:"window"`
 	Tokens   int               `json:"tokens"`
-	Mode     toolgate.Safety   `json:"mode"`
+	Mode     string            `json:"mode"`
 	Intent   string            `json:"intent,omitempty"`
 	Role     string            `json:"role,omitempty"`
 	Policy   string            `json:"policy,omitempty"`
@@ -189,7 +188,7 @@ func writeShown(sb *strings.Builder, s *Shown) {
 	if s.Verified {
 		verified = "verified"
 	}
-	fmt.Fprintf(sb, "\n  compiled context %s (%s), %d of %d tokens (%s), mode %s", Inert(c.Hash), verified, c.Tokens, c.Window, Inert(c.Encoding), Inert(string(c.Mode)))
+	fmt.Fprintf(sb, "\n  compiled context %s (%s), %d of %d tokens (%s), mode %s", Inert(c.Hash), verified, c.Tokens, c.Window, Inert(c.Encoding), Inert(c.Mode))
 	if c.Policy != "" {
 		sb.WriteString(", policy " + Inert(c.Policy))
 	}

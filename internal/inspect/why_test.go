@@ -131,7 +131,7 @@ func deskWithDenial(t *testing.T) (store.Store, string) {
 			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}},
 		},
 		Tools:     deskTools(),
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -90,7 +90,9 @@ type Derive struct {
 	Fields map[string]string `json:"fields,omitempty"`
 }
 
-// Approval is a tool's approval rule (toolgate's ApprovalPolicy).
+// Approval is a tool's approval rule (toolgate's Tool.Approval): Always
+// for the rule "true", else the rule as When. The two fields keep the
+// hashes of policies recorded before the rule was one string.
 type Approval struct {
 	Always bool   `json:"always,omitempty"`
 	When   string `json:"when,omitempty"`

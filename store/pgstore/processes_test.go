@@ -299,13 +299,13 @@ func procWorker(t *testing.T) {
 	tools := []toolgate.Tool{{Unscoped: true, Name: gateTool, Description: "Refund a charge.",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"charge_id":{"type":"string"},"amount":{"type":"number"},"is_duplicate":{"type":"boolean"}},"required":["charge_id","amount"]}`),
 		Requires:   []string{"gate_refund_due"}, Result: gateResult, Effect: w.gateEffect, Once: &kernel.OnceKey{Fields: []string{"charge_id"}},
-		Bindings: []toolgate.Binding{{Arg: "charge_id", Percept: "gate_charge", Op: toolgate.Equal}, {Arg: "amount", Percept: "gate_charge", Op: toolgate.AtMost}}}}
+		Bindings: []toolgate.Binding{{Arg: "charge_id", Percept: "gate_charge", Op: "equal"}, {Arg: "amount", Percept: "gate_charge", Op: "at_most"}}}}
 	if w.gate, err = toolgate.New(ctx, toolgate.Config{
 		Kernel: kernel.Config{Store: s, ActionSpecs: []kernel.ActionSpec{refundSpec},
 			BeliefSpecs: []kernel.BeliefSpec{{Kind: "gate_refund_due", DependsOn: []string{"gate_charge"}}}},
 		Tools:     tools,
 		Lease:     gateLease,
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{gateTool}}},
+		Contracts: map[string][]string{"support": {gateTool}},
 	}); err != nil {
 		t.Fatalf("worker %s: toolgate.New: %v", id, err)
 	}

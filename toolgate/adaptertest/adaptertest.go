@@ -223,12 +223,12 @@ func newEnv(t testing.TB, framework bool) *Env {
 				`"required":["order_id","amount"]}`),
 			Requires: []string{"refund_due"},
 			Bindings: []toolgate.Binding{
-				{Arg: "order_id", Percept: "order", Op: toolgate.Equal},
-				{Arg: "amount", Percept: "order", Op: toolgate.AtMost},
+				{Arg: "order_id", Percept: "order", Op: "equal"},
+				{Arg: "amount", Percept: "order", Op: "at_most"},
 			},
 			Once:     &kernel.OnceKey{Fields: []string{"order_id"}},
 			Result:   "refund",
-			Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
+			Approval: "amount > 500",
 			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 				return refund(inv.Key, inv.Args), nil
 			},
@@ -269,7 +269,7 @@ func newEnv(t testing.TB, framework bool) *Env {
 		},
 		Tools:     tools,
 		Lease:     Lease,
-		Contracts: []toolgate.Contract{{Name: Caller, Tools: []string{Lookup, Refund}}},
+		Contracts: map[string][]string{Caller: {Lookup, Refund}},
 	})
 	if err != nil {
 		t.Fatal(err)

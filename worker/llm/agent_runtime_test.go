@@ -130,7 +130,7 @@ func searchGate(t *testing.T, b *toolgate.Budget) *toolgate.Gate {
 		}}
 	g, err := toolgate.New(context.Background(), toolgate.Config{
 		Tools:     []toolgate.Tool{tool},
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"search"}}},
+		Contracts: map[string][]string{"support": {"search"}},
 		Budget:    b,
 	})
 	if err != nil {

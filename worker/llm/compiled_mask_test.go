@@ -31,7 +31,7 @@ func TestAttackCompiledContextHoldsMaskedOutput(t *testing.T) {
 		Kernel: kernel.Config{Store: st},
 		Tools: []toolgate.Tool{toolgate.Func(toolgate.Tool{Name: "lookup_order", Result: "order", ReadOnly: true, Description: "Read an order.",
 			Masked: []string{"email"}}, lookup)},
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order"}}},
+		Contracts: map[string][]string{"support": {"lookup_order"}},
 		MaskKey:   []byte("0123456789abcdef0123456789abcdef"),
 	})
 	if err != nil {

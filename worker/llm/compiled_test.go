@@ -44,10 +44,10 @@ func orderGate(t testing.TB, note string) *toolgate.Gate {
 			Derives: []toolgate.Derive{{Belief: "refund_due", Value: "result.amount > 0.0",
 				Fields: map[string]string{"order_id": "result.order_id"}}}}, lookup), toolgate.Func(toolgate.Tool{Unscoped: true, Name: "issue_refund", Result: "refund", Requires: []string{"refund_due"},
 			Description: "Refund an order.",
-			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal},
-				{Arg: "amount", Percept: "order", Op: toolgate.AtMost}},
+			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: "equal"},
+				{Arg: "amount", Percept: "order", Op: "at_most"}},
 			Once: &kernel.OnceKey{Fields: []string{"order_id"}}}, refund)},
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -215,7 +215,7 @@ func TestCompiledContextCompresses(t *testing.T) {
 func TestAttackCompiledContextReadOnly(t *testing.T) {
 	ctx := context.Background()
 	g := orderGate(t, "")
-	if err := g.Restrict(ctx, "t3", toolgate.Controls{Safety: toolgate.SafetyReadOnly}); err != nil {
+	if err := g.Restrict(ctx, "t3", toolgate.Controls{ReadOnly: true}); err != nil {
 		t.Fatal(err)
 	}
 	f := newFake(t, func(n int, req request) reply {
@@ -244,7 +244,7 @@ func TestAttackCompiledContextReadOnly(t *testing.T) {
 			t.Errorf("round %d does not say the safety mode:\n%s", i+1, prompt)
 		}
 		rec := recordedPack(t, g, res.Contexts[i])
-		if mode, _ := rec.Payload["mode"].(string); mode != string(toolgate.SafetyReadOnly) {
+		if mode, _ := rec.Payload["mode"].(string); mode != "read_only" {
 			t.Errorf("round %d recorded mode %q", i+1, mode)
 		}
 		if pol, _ := rec.Payload["policy"].(string); pol != g.Policy().Hash {

@@ -30,7 +30,7 @@ func ExampleAgent_Run() {
 				return blackboard.Payload{"refunded": inv.Args["amount"]}, nil
 			},
 		}},
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"issue_refund"}}},
+		Contracts: map[string][]string{"support": {"issue_refund"}},
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -30,7 +30,7 @@ func ExampleWithCompiler() {
 			func(_ context.Context, _ toolgate.Invocation, a orderArgs) (map[string]any, error) {
 				return map[string]any{"order_id": a.OrderID, "status": "delivered late"}, nil
 			})},
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order"}}},
+		Contracts: map[string][]string{"support": {"lookup_order"}},
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -117,15 +117,15 @@ func run(ctx context.Context, w io.Writer) error {
 	// declares Scope: map[string]string{"order_id": "order"} instead.
 	issue := toolgate.Func(toolgate.Tool{Unscoped: true, Name: "issue_refund", Description: "Refund an order.", Result: "refund",
 		Requires: []string{"refund_due"},
-		Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}},
-		Once:     &kernel.OnceKey{Fields: []string{"order_id"}}, Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
+		Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: "equal"}, {Arg: "amount", Percept: "order", Op: "at_most"}},
+		Once:     &kernel.OnceKey{Fields: []string{"order_id"}}, Approval: "amount > 500",
 	}, func(_ context.Context, inv toolgate.Invocation, a refundArgs) (refund, error) {
 		fmt.Fprintln(w, "refund effect runs") // a real effect passes inv.Key to the payment API
 		return refund{RefundID: "re_" + a.OrderID, Amount: a.Amount}, nil
 	})
 	g, err := toolgate.New(ctx, toolgate.Config{
 		Tools:     []toolgate.Tool{lookup, issue},
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	})
 	if err != nil {
 		return err

@@ -87,8 +87,8 @@ func newDesk(t *testing.T, s store.Store) *desk {
 				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 700.0}, nil
 			}},
 		{Unscoped: true, Name: "issue_refund", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"},"reason":{"type":"string"}},"required":["order_id","amount","reason"]}`),
-			Requires: []string{"refund_due"}, Result: "refund", Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
-			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}},
+			Requires: []string{"refund_due"}, Result: "refund", Approval: "amount > 500",
+			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: "equal"}, {Arg: "amount", Percept: "order", Op: "at_most"}},
 			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 				d.mu.Lock()
 				defer d.mu.Unlock()
@@ -108,7 +108,7 @@ func newDesk(t *testing.T, s store.Store) *desk {
 		},
 		Tools:     tools,
 		Budget:    &toolgate.Budget{Run: run, Guard: nil},
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -56,7 +56,7 @@ func main() {
 				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 700.0}, nil
 			},
 		}},
-		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order"}}},
+		Contracts: map[string][]string{"support": {"lookup_order"}},
 	})
 	if err != nil {
 		log.Fatal(err)
