@@ -217,8 +217,5 @@ func short(d string) string {
 // canonicalDigest reports whether [Digest] digests arguments in canonical
 // form (off only under its mutation switch).
 func canonicalDigest() bool {
-	if mutCanonicalDigest {
-		return false
-	}
-	return true
+	return !mutCanonicalDigest
 }

@@ -409,17 +409,11 @@ func (r *Run) check(q request, now time.Time) *Refusal {
 // overrunChecked reports whether usage already past a limit ends the run
 // (off only under the budget.overrun mutation switch).
 func overrunChecked() bool {
-	if mutOverrun {
-		return false
-	}
-	return true
+	return !mutOverrun
 }
 
 // saturates reports whether counts saturate instead of wrapping (off only
 // under the budget.saturate mutation switch).
 func saturates() bool {
-	if mutSaturate {
-		return false
-	}
-	return true
+	return !mutSaturate
 }

@@ -142,8 +142,5 @@ func addName(list []string, name string) []string {
 // readOnlyEnforced reports whether a read-only run is shown only read-only
 // tools (off only under its mutation switch).
 func readOnlyEnforced() bool {
-	if mutReadOnly {
-		return false
-	}
-	return true
+	return !mutReadOnly
 }

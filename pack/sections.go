@@ -407,17 +407,11 @@ func (c *Compiler) memory(ctx context.Context, rd kernel.Reader, nowMS int64, s 
 // prohibitedDropped reports whether a prohibited tool is left out of the
 // tools shown (off only under its mutation switch).
 func prohibitedDropped() bool {
-	if mutProhibited {
-		return false
-	}
-	return true
+	return !mutProhibited
 }
 
 // flagsChecked reports whether evidence is flagged stale, superseded or
 // conflicted as its record says (off only under its mutation switch).
 func flagsChecked() bool {
-	if mutFlags {
-		return false
-	}
-	return true
+	return !mutFlags
 }

@@ -271,8 +271,5 @@ type Invalidation struct {
 // trustsAll reports whether every batch's appends pass Check unscanned,
 // which only the mutation store_trusts_all makes so.
 func trustsAll() bool {
-	if mutTrustAll {
-		return true
-	}
-	return false
+	return mutTrustAll
 }

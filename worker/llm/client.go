@@ -572,10 +572,7 @@ func (c *Client) excerpt(data []byte) string {
 // usageSaturates reports whether summed usage saturates instead of
 // wrapping (off only under its mutation switch).
 func usageSaturates() bool {
-	if mutUsageSaturate {
-		return false
-	}
-	return true
+	return !mutUsageSaturate
 }
 
 // clip cuts s to at most n bytes on a rune boundary, marking the cut.

@@ -136,8 +136,5 @@ var lineBreaks = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ")
 // compiledReal reports whether a compiled context shows the gate's real
 // answer to a call (off only under its mutation switch).
 func compiledReal() bool {
-	if mutCompiledReal {
-		return false
-	}
-	return true
+	return !mutCompiledReal
 }
