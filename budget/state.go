@@ -6,7 +6,6 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/reason"
 )
 
@@ -46,7 +45,7 @@ type Inputs struct {
 	// Now is the time of the measure; zero means Budget.TakenAt.
 	Now time.Time
 	// ConflictThreshold is the kernel's ([kernel.Config.ConflictThreshold]);
-	// zero means [kernel.DefaultConflictThreshold].
+	// zero means the kernel's default, 0.7.
 	ConflictThreshold float64
 	// Risk is the risk class of the run's intent in [0, 1] (0 for routine,
 	// 1 for the riskiest); it amplifies the escalation propensity.
@@ -157,9 +156,13 @@ func gatePressure(trace []blackboard.Record, now time.Time, ttl time.Duration, s
 // latest one not invalidated, as the kernel reads it) has not expired, the
 // share whose observation is flagged conflict and not arbitrated (no
 // confidence, or one below the threshold).
+// defaultConflictThreshold is the kernel's ConflictThreshold when its
+// Config leaves it zero.
+const defaultConflictThreshold = 0.7
+
 func conflictPressure(trace []blackboard.Record, now time.Time, threshold float64) float64 {
 	if threshold <= 0 {
-		threshold = kernel.DefaultConflictThreshold
+		threshold = defaultConflictThreshold
 	}
 	current := make(map[string]*blackboard.Record)
 	for i := range trace {

@@ -44,7 +44,7 @@ type Config struct {
 	MinConfidence float64
 	// ConflictThreshold is the arbitration threshold, in (0,1]: a
 	// conflicted percept at or above it is arbitrated, below it the belief
-	// is UNRESOLVED_CONFLICT. 0: [DefaultConflictThreshold].
+	// is UNRESOLVED_CONFLICT. 0: 0.7.
 	ConflictThreshold float64
 	// MaxPayloadBytes limits the JSON size of a payload. 0: 1 MiB
 	// (1<<20 bytes).
@@ -226,7 +226,7 @@ func New(cfg Config) (*Kernel, error) {
 		store:             cfg.Store,
 		now:               cfg.Clock,
 		minConfidence:     cmp.Or(cfg.MinConfidence, defaultMinConfidence),
-		conflictThreshold: cmp.Or(cfg.ConflictThreshold, DefaultConflictThreshold),
+		conflictThreshold: cmp.Or(cfg.ConflictThreshold, defaultConflictThreshold),
 		maxPayload:        cmp.Or(cfg.MaxPayloadBytes, defaultMaxPayloadBytes),
 		namespace:         cmp.Or(cfg.Namespace, blackboard.DefaultNamespace),
 		strictActions:     cfg.StrictActions,
@@ -270,7 +270,7 @@ func New(cfg Config) (*Kernel, error) {
 	k.tracerSet, k.tracerProvider = telemetry.TracerChoice(cfg.TracerProvider)
 	k.meterSet, k.meterProvider = telemetry.MeterChoice(cfg.MeterProvider)
 	k.thresholds = defaultThresholds
-	if k.minConfidence != defaultMinConfidence || k.conflictThreshold != DefaultConflictThreshold {
+	if k.minConfidence != defaultMinConfidence || k.conflictThreshold != defaultConflictThreshold {
 		k.thresholds = [2]any{k.minConfidence, k.conflictThreshold}
 	}
 	if k.store == nil {

@@ -31,3 +31,14 @@ func getRecord(t testing.TB, r Reader, id string) blackboard.Record {
 
 // Error is the kernel's typed error, for tests that read its fields.
 type Error = opError
+
+// Allowed is the permission table as the kernel reads it, for the test
+// that it is the paper's Table 1.
+var Allowed = allowed
+
+// Spec is the action spec the kernel holds for a type, for the test that
+// New keeps its own copy.
+func (k *Kernel) Spec(actionType string) (ActionSpec, bool) { return k.spec(actionType) }
+
+// Namespace is the namespace the kernel works in.
+func (k *Kernel) Namespace() string { return k.namespace }

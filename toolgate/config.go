@@ -10,6 +10,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/kernelhook"
 	"github.com/blackboardkernel/bk/internal/rebuild"
 	"github.com/blackboardkernel/bk/internal/telemetry"
 	"github.com/blackboardkernel/bk/kernel"
@@ -467,7 +468,7 @@ func New(ctx context.Context, cfg Config) (*Gate, error) {
 		return nil, errors.Join(err, k.Close())
 	}
 	if g.mask != nil {
-		g.mask.namespace = k.Namespace() // a keyring's keys are the namespace's own
+		g.mask.namespace = kernelhook.Namespace(k) // a keyring's keys are the namespace's own
 	}
 	pol := g.x.snapshot(cfg).Encode()
 	g.policyJSON, g.policyHash = pol.JSON, pol.Hash

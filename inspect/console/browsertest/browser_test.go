@@ -25,6 +25,7 @@ import (
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/inspect/console"
 	"github.com/blackboardkernel/bk/internal/inspect"
+	"github.com/blackboardkernel/bk/internal/kernelhook"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
@@ -165,7 +166,7 @@ func (d *desk) approvals(t *testing.T, trace, action string) int {
 func (d *desk) results(t *testing.T, trace, action string) int {
 	t.Helper()
 	n := 0
-	for r, err := range d.s.ListTrace(context.Background(), d.g.Kernel().Namespace(), trace) {
+	for r, err := range d.s.ListTrace(context.Background(), kernelhook.Namespace(d.g.Kernel()), trace) {
 		if err != nil {
 			t.Fatal(err)
 		}
