@@ -85,9 +85,9 @@ func TestAttackReservedKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := kernel.New(kernel.Config{Store: store, ActionSpecs: spec, Reserved: []kernel.Reservation{
-		{Slot: blackboard.Beliefs, Kind: "refund_due", Writers: []string{"derive:lookup"}},
-		{Slot: blackboard.Actions, Kind: "issue_refund", Writers: []string{"caller:support"}},
+	k, err := kernel.New(kernel.Config{Store: store, ActionSpecs: spec, Reserved: map[blackboard.Slot]map[string][]string{
+		blackboard.Beliefs: {"refund_due": {"derive:lookup"}},
+		blackboard.Actions: {"issue_refund": {"caller:support"}},
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -132,12 +132,12 @@ func TestAttackReservedKinds(t *testing.T) {
 	if holder, err := k.Governor().ClaimedBy(ctx, key); err != nil || holder != d.CommittedID {
 		t.Errorf("the once-key is held by %q (%v), want %s", holder, err, d.CommittedID)
 	}
-	for _, r := range []kernel.Reservation{
-		{Slot: blackboard.Percepts, Kind: "order", Writers: []string{"tool:lookup"}},
-		{Slot: blackboard.Beliefs, Writers: []string{"x"}},
-		{Slot: blackboard.Actions, Kind: "issue_refund", Writers: []string{""}},
+	for _, r := range []map[blackboard.Slot]map[string][]string{
+		{blackboard.Percepts: {"order": {"tool:lookup"}}},
+		{blackboard.Beliefs: {"": {"x"}}},
+		{blackboard.Actions: {"issue_refund": {""}}},
 	} {
-		if k, err := kernel.New(kernel.Config{Reserved: []kernel.Reservation{r}}); !errors.Is(err, blackboard.ErrInvalidInput) {
+		if k, err := kernel.New(kernel.Config{Reserved: r}); !errors.Is(err, blackboard.ErrInvalidInput) {
 			if k != nil {
 				k.Close()
 			}
