@@ -55,7 +55,7 @@ func BenchmarkViewSession(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := k.Reader().View(ctx, "session", kernel.ViewOptions{}); err != nil {
+				if _, err := k.Reader().View(ctx, "session", false); err != nil {
 					b.Fatal(err)
 				}
 			}

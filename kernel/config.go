@@ -62,7 +62,7 @@ type Config struct {
 	Validators []Validator
 	// SharedPersistent lists, by slot, the kinds whose persistent records,
 	// written in any trace of the namespace, appear in every trace's views
-	// ([ViewOptions.IncludePersistent]) and may be cited by its records.
+	// (a [Reader.View] with persistent) and may be cited by its records.
 	// Without it only persistent constraints are shared: a persistent
 	// belief or action written in one trace never becomes another trace's
 	// state.

@@ -10,12 +10,12 @@ import (
 // ViewFromState and ViewFromRecords are the two ways [Reader.View] reads a
 // trace, for the test that they agree (ok false: the state does not hold
 // the view).
-func (k *Kernel) ViewFromState(ctx context.Context, traceID string, opts ViewOptions) (v View, ok bool, err error) {
-	return k.viewFromState(ctx, traceID, opts, k.nowMS())
+func (k *Kernel) ViewFromState(ctx context.Context, traceID string, persistent bool) (v View, ok bool, err error) {
+	return k.viewFromState(ctx, traceID, persistent, k.nowMS())
 }
 
-func (k *Kernel) ViewFromRecords(ctx context.Context, traceID string, opts ViewOptions) (View, error) {
-	return k.viewFromRecords(ctx, traceID, opts, k.nowMS())
+func (k *Kernel) ViewFromRecords(ctx context.Context, traceID string, persistent bool) (View, error) {
+	return k.viewFromRecords(ctx, traceID, persistent, k.nowMS())
 }
 
 // getRecord reads the record with that id through r, for the package's

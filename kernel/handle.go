@@ -19,10 +19,12 @@ import (
 // concurrent use.
 type Reader interface {
 	// View returns the committed state and pending proposals of a trace
-	// and, if asked, the persistent records shared with every trace.
+	// and, with persistent, the committed persistent-scope records shared
+	// with every trace (learned constraints, for instance), over which the
+	// trace's own take precedence for the same slot and kind.
 	// Records whose TTL has run out are left out, as of now; a view never
 	// writes to the store. The payloads are copies the caller may keep.
-	View(ctx context.Context, traceID string, opts ViewOptions) (View, error)
+	View(ctx context.Context, traceID string, persistent bool) (View, error)
 	// Get, Find, Trace and List read records; they return copies.
 	Get(ctx context.Context, id string) (blackboard.Record, error)
 	Find(ctx context.Context, traceID string, slot blackboard.Slot, kind string) (blackboard.Record, error)
@@ -78,8 +80,8 @@ func (h *handle) Write(ctx context.Context, e Entry) (string, error) {
 
 // View returns the trace's committed payloads by slot and kind and its
 // pending proposals.
-func (h reads) View(ctx context.Context, traceID string, opts ViewOptions) (View, error) {
-	return h.k.view(ctx, traceID, opts)
+func (h reads) View(ctx context.Context, traceID string, persistent bool) (View, error) {
+	return h.k.view(ctx, traceID, persistent)
 }
 
 // Get returns a copy of the record with that id, or [blackboard.ErrNotFound] (also

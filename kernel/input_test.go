@@ -123,7 +123,7 @@ func TestBadInput(t *testing.T) {
 func TestViewBadTrace(t *testing.T) {
 	f := newFixture(t)
 	for _, id := range []string{"", "t\n"} {
-		_, err := f.planner.View(f.ctx, id, kernel.ViewOptions{})
+		_, err := f.planner.View(f.ctx, id, false)
 		wantErr(t, err, blackboard.ErrInvalidInput, reason.InvalidInput)
 	}
 }

@@ -694,7 +694,7 @@ func (g *invGen) step() (trace string, added int, err error) {
 			return g.wrote(trace, "", err, false)
 		}
 		shared := oneIn(s, 2)
-		v, err := pick(s, w.handles()).View(w.ctx, trace, kernel.ViewOptions{IncludePersistent: shared})
+		v, err := pick(s, w.handles()).View(w.ctx, trace, shared)
 		g.call = invCall{op: opView, view: v, shared: shared, err: err}
 		return g.wrote(trace, "", err, false)
 	}
@@ -2407,7 +2407,7 @@ func TestCheckerCatchesNewRules(t *testing.T) {
 	before := doctor(func(r []blackboard.Record) {
 		r[21].Status, r[21].Reason = blackboard.StatusActive, reason.Committed
 	})[:22]
-	view, err := w.k.Reader().View(ctx, tr, kernel.ViewOptions{})
+	view, err := w.k.Reader().View(ctx, tr, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -389,7 +389,7 @@ func (s *script) run() transcript {
 
 	s.tr.Views, s.tr.Traces = map[string]kernel.View{}, map[string][]blackboard.Record{}
 	for _, tr := range []string{ep1, ep2, ep3} {
-		v, err := k.Reader().View(s.ctx, tr, kernel.ViewOptions{IncludePersistent: tr != ep1})
+		v, err := k.Reader().View(s.ctx, tr, tr != ep1)
 		if err != nil {
 			s.t.Fatalf("script: View(%s): %v", tr, err)
 		}

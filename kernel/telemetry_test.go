@@ -93,7 +93,7 @@ func TestDecisionSpans(t *testing.T) {
 	if err != nil || !fb.Committed() {
 		t.Fatal(fb.Code, err)
 	}
-	if _, err := tel.k.Reader().View(ctx, "stale", kernel.ViewOptions{}); err != nil {
+	if _, err := tel.k.Reader().View(ctx, "stale", false); err != nil {
 		t.Fatal(err)
 	}
 	root.End()

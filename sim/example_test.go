@@ -45,7 +45,7 @@ func ExampleNew() {
 		return
 	}
 	view := func() kernel.View {
-		v, err := k.Reader().View(ctx, "ep", kernel.ViewOptions{})
+		v, err := k.Reader().View(ctx, "ep", false)
 		if err != nil {
 			panic(err)
 		}

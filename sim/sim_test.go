@@ -234,7 +234,7 @@ func kernelWithPercept(t *testing.T, p blackboard.Payload, specs ...kernel.Actio
 		Payload: p, Confidence: new(0.9)}); err != nil {
 		t.Fatal(err)
 	}
-	v, err := k.Reader().View(ctx, "t", kernel.ViewOptions{})
+	v, err := k.Reader().View(ctx, "t", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +263,7 @@ func proposeBelief(t *testing.T, k *kernel.Kernel) {
 
 func view(t *testing.T, k *kernel.Kernel) kernel.View {
 	t.Helper()
-	v, err := k.Reader().View(context.Background(), "t", kernel.ViewOptions{})
+	v, err := k.Reader().View(context.Background(), "t", false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -184,7 +184,7 @@ func TestDeriveFailsClosed(t *testing.T) {
 			if dv.Code != reason.DerivationFailed || dv.Code == reason.Committed || dv.BeliefID != "" || !strings.Contains(dv.Detail, tc.why) {
 				t.Errorf("derived %+v, want DERIVATION_FAILED saying %q", dv, tc.why)
 			}
-			v, err := g.Kernel().Reader().View(ctx, "t", kernel.ViewOptions{})
+			v, err := g.Kernel().Reader().View(ctx, "t", false)
 			if err != nil {
 				t.Fatal(err)
 			}

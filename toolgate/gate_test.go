@@ -466,7 +466,7 @@ func TestToolsRegisteredOnce(t *testing.T) {
 	if err := g.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.Kernel().Reader().View(context.Background(), "t", kernel.ViewOptions{}); !errors.Is(err, blackboard.ErrClosed) {
+	if _, err := g.Kernel().Reader().View(context.Background(), "t", false); !errors.Is(err, blackboard.ErrClosed) {
 		t.Errorf("the store the kernel created is open after Close: %v", err)
 	}
 }

@@ -142,7 +142,7 @@ func (a *kernelAgent) Run(ctx context.Context, ep Episode) (Report, error) {
 	if ep.Store == nil {
 		// Outside the harness, which otherwise fills the view in from the
 		// store it reads anyway.
-		v, err := planner.View(ctx, ep.TraceID, kernel.ViewOptions{})
+		v, err := planner.View(ctx, ep.TraceID, false)
 		if err != nil {
 			return Report{}, err
 		}

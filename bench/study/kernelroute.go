@@ -42,7 +42,7 @@ func (e *kernelEpisode) decided(ctx context.Context, d kernel.Decision, kind str
 		e.charge = id
 	}
 	if e.sim != nil {
-		v, err := e.k.Reader().View(ctx, e.trace, kernel.ViewOptions{})
+		v, err := e.k.Reader().View(ctx, e.trace, false)
 		if err != nil {
 			return err
 		}

@@ -187,7 +187,7 @@ func (a *planted) Run(ctx context.Context, ep Episode) (Report, error) {
 			return Report{}, err
 		}
 	}
-	v, err := p.View(ctx, ep.TraceID, kernel.ViewOptions{})
+	v, err := p.View(ctx, ep.TraceID, false)
 	a.mu.Lock()
 	a.view = v
 	a.mu.Unlock()

@@ -33,7 +33,7 @@ func TestLedgerViewMatchesKernel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, err := k.Planner("reader").View(ctx, trace, kernel.ViewOptions{})
+		v, err := k.Planner("reader").View(ctx, trace, false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -182,7 +182,7 @@ func newDemo(ctx context.Context, store store.Store, seed int64, namespace strin
 		return fail(err)
 	}
 	d.startedOn = d.learner.Learned()
-	if d.o, err = orchestrator.New(orchestrator.WithViewOptions(kernel.ViewOptions{IncludePersistent: true})); err != nil {
+	if d.o, err = orchestrator.New(orchestrator.WithPersistentView()); err != nil {
 		return fail(err)
 	}
 	s := &sensor{tool: d.tool, read: func(traceID string) (reading, bool) {

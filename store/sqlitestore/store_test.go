@@ -171,7 +171,7 @@ func TestStoreReopen(t *testing.T) {
 	if err != nil || d.Code != reason.Blocked("speed_limit") {
 		t.Errorf("action against the persistent constraint after reopening: %v, code %s, want %s", err, d.Code, reason.Blocked("speed_limit"))
 	}
-	v, err := k.Reader().View(ctx, "ep3", kernel.ViewOptions{IncludePersistent: true})
+	v, err := k.Reader().View(ctx, "ep3", true)
 	if err != nil {
 		t.Fatal(err)
 	}

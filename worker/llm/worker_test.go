@@ -347,7 +347,7 @@ func TestGovernedPayloads(t *testing.T) {
 	if _, err := w.Run(context.Background(), "t"); err != nil {
 		t.Fatal(err)
 	}
-	v, err := h.View(context.Background(), "t", kernel.ViewOptions{})
+	v, err := h.View(context.Background(), "t", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -450,7 +450,7 @@ func TestWorkerProtocol(t *testing.T) {
 	}
 	setup(t, k, "t", condition{})
 	view := func() kernel.View {
-		v, err := h.View(context.Background(), "t", kernel.ViewOptions{})
+		v, err := h.View(context.Background(), "t", false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -467,14 +467,14 @@ func TestWorkerProtocol(t *testing.T) {
 		t.Error("ShouldActivate after the refund committed: true")
 	}
 	setup(t, k, "t2", condition{stale: true})
-	v2, err := h.View(context.Background(), "t2", kernel.ViewOptions{})
+	v2, err := h.View(context.Background(), "t2", false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := w.Step(context.Background(), orchestrator.NewStepContext("t2", v2)); err != nil {
 		t.Fatal(err)
 	}
-	if v2, _ = h.View(context.Background(), "t2", kernel.ViewOptions{}); w.ShouldActivate(v2) {
+	if v2, _ = h.View(context.Background(), "t2", false); w.ShouldActivate(v2) {
 		t.Error("ShouldActivate after the fallback committed: true")
 	}
 }
