@@ -83,7 +83,7 @@ func newArena(t *testing.T, s store.Store, cfg ...kernel.Config) *arena {
 		t.Fatalf("kernel.New: %v", err)
 	}
 	a.k = k
-	a.tool, a.planner, a.sym, a.sim = k.Tool("payments"), k.Planner("llm"), k.Symbolic("policy"), k.Simulator("sim")
+	a.tool, a.planner, a.sym, a.sim = k.Handle(blackboard.RoleTool, "payments"), k.Proposer(blackboard.RolePlanner, "llm"), k.Symbolic("policy"), k.Proposer(blackboard.RoleSimulator, "sim")
 	return a
 }
 

@@ -33,8 +33,8 @@ const (
 const maxAttempts = 64
 
 // Kernel is the sole authority that commits beliefs, plans, predictions and
-// actions. Its owner hands out role-bound handles ([Kernel.Tool],
-// [Kernel.Planner], ...); nothing outside the kernel can write with the
+// actions. Its owner hands out role-bound handles ([Kernel.Handle],
+// [Kernel.Proposer], [Kernel.Symbolic]); nothing outside the kernel can write with the
 // kernel's own role.
 //
 // A Kernel is safe for concurrent use by many goroutines and many traces. It

@@ -122,7 +122,7 @@ func TestClosedAndCancelled(t *testing.T) {
 	if err := k.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Tool("t").Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: "charge"}); !errors.Is(err, blackboard.ErrClosed) {
+	if _, err := k.Handle(blackboard.RoleTool, "t").Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: "charge"}); !errors.Is(err, blackboard.ErrClosed) {
 		t.Errorf("write after Close: %v", err)
 	}
 }

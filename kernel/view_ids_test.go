@@ -18,7 +18,7 @@ func TestViewIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer k.Close()
-	tool, planner := k.Tool("crm"), k.Planner("planner")
+	tool, planner := k.Handle(blackboard.RoleTool, "crm"), k.Proposer(blackboard.RolePlanner, "planner")
 	first, err := tool.Write(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "order", Payload: blackboard.Payload{"n": 1}})
 	if err != nil {
 		t.Fatal(err)

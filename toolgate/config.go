@@ -489,7 +489,7 @@ func New(ctx context.Context, cfg Config) (*Gate, error) {
 // init finishes a compiled gate over its kernel k: the handles and
 // telemetry.
 func (g *Gate) init(k *kernel.Kernel, c Config) error {
-	g.k, g.gov, g.planner, g.reader = k, k.Governor(), governedAs(k, audit.GateWriter), k.Tool(audit.GateWriter)
+	g.k, g.gov, g.planner, g.reader = k, k.Governor(), governedAs(k, audit.GateWriter), k.Handle(blackboard.RoleTool, audit.GateWriter)
 	g.x = &executor{k: k, gov: g.gov, reader: g.reader, planner: g.planner, lease: g.lease, fallback: g.fallback, g: g, log: c.Kernel.Logger}
 	if g.x.log == nil {
 		g.x.log = slog.New(slog.DiscardHandler)

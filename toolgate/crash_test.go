@@ -351,7 +351,7 @@ func crashChild(t *testing.T, dir string) {
 	for _, res := range results {
 		fmt.Printf("recovered %s: %s %s\n", res.ActionID, res.Outcome, res.Code)
 	}
-	planner, approver := k.Planner("analyst"), g.Approver(crashCheck)
+	planner, approver := k.Proposer(blackboard.RolePlanner, "analyst"), g.Approver(crashCheck)
 	for i, w := range crashWork(effects) {
 		if finished[i] {
 			continue

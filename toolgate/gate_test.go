@@ -77,7 +77,7 @@ func TestRoleContract(t *testing.T) {
 		// Past the gate, a planner as the researcher's writer cannot
 		// propose the refund either: the gate reserves a tool's action
 		// type to the callers whose contracts list it.
-		dec, err := d.k.Planner(audit.CallerWriter("researcher")).Submit(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
+		dec, err := d.k.Proposer(blackboard.RolePlanner, audit.CallerWriter("researcher")).Submit(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
 			Payload: blackboard.Payload{"order_id": "A1", "amount": 10.0, "requires_beliefs": []string{"refund_due"}}})
 		if !errors.Is(err, blackboard.ErrPermission) || dec.Committed() {
 			t.Errorf("the kernel alone: %v %v, want PERMISSION_DENIED (the action type is the gate's)", dec.Code, err)

@@ -182,7 +182,7 @@ func TestAttackForgedContextReference(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		other := d.compiledContext("other")
 		lookup := d.call("t", "support", "", "lookup_order", `{"order_id":"A1"}`)
-		forged, err := d.k.EvidenceValidator("mallory").Write(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Evidence,
+		forged, err := d.k.Handle(blackboard.RoleEvidence, "mallory").Write(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Evidence,
 			Kind: audit.KindCompiledContext, Payload: blackboard.Payload{"hash": "sha256:00"}})
 		if err != nil {
 			t.Fatal(err) // an evidence handle may write evidence of any kind, with its own role

@@ -92,7 +92,7 @@ func setup(t *testing.T, k *kernel.Kernel, trace string, c condition) {
 	if c.lowConf {
 		conf = new(0.3)
 	}
-	tool := k.Tool("payments")
+	tool := k.Handle(blackboard.RoleTool, "payments")
 	for _, e := range []kernel.Entry{
 		{TraceID: trace, Slot: blackboard.Percepts, Kind: "charge", Payload: charge, Confidence: conf},
 		{TraceID: trace, Slot: blackboard.Percepts, Kind: "refund", Payload: blackboard.Payload{"charge_id": "ch_3P0x1A2B3C",
@@ -258,7 +258,7 @@ func TestEpisodesNeverActUnsafely(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			h := k.Planner("llm-planner")
+			h := k.Proposer(blackboard.RolePlanner, "llm-planner")
 			schema := refundSchema
 			schema.ModelSteps = sc.steps
 			w, err := llm.NewWorker("llm-planner", h, c, schema)
@@ -381,7 +381,7 @@ func TestSchemaFieldsCannotOverrideGovernedKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := k.Planner("p")
+	h := k.Proposer(blackboard.RolePlanner, "p")
 	w, err := llm.NewWorker("p", h, client(t, f, nil), s)
 	if err != nil {
 		t.Fatal(err)
@@ -429,7 +429,7 @@ func TestFallbackRejectedIsAnError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := llm.NewWorker("p", k.Planner("p"), client(t, f, nil), s)
+	w, err := llm.NewWorker("p", k.Proposer(blackboard.RolePlanner, "p"), client(t, f, nil), s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -489,7 +489,7 @@ func TestNewWorkerRejectsBadConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := c
-	h := k.Planner("p")
+	h := k.Proposer(blackboard.RolePlanner, "p")
 	mod := func(f func(*llm.Schema)) llm.Schema {
 		s := refundSchema
 		f(&s)
@@ -553,7 +553,7 @@ func refundWorker(t *testing.T, c *llm.Client) (*kernel.Kernel, *kernel.Proposer
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := k.Planner("llm-planner")
+	h := k.Proposer(blackboard.RolePlanner, "llm-planner")
 	w, err := llm.NewWorker("llm-planner", h, c, refundSchema)
 	if err != nil {
 		t.Fatal(err)

@@ -133,7 +133,7 @@ func (d *desk) refund(t *testing.T, trace, order, why string) string {
 		return res
 	}
 	call("lookup_order", map[string]any{"order_id": order})
-	if _, err := d.g.Kernel().Planner("analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
+	if _, err := d.g.Kernel().Proposer(blackboard.RolePlanner, "analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 		t.Fatal(err)
 	}
