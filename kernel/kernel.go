@@ -21,8 +21,8 @@ import (
 
 // Paper defaults (docs/reproduction.md).
 const (
-	defaultMinConfidence   = 0.5
-	defaultMaxPayloadBytes = 1 << 20
+	defaultMinConfidence     = 0.5
+	defaultMaxPayloadBytes   = 1 << 20
 	defaultConflictThreshold = 0.7
 	// FallbackQueueForReview is the safe fallback registered by default.
 	FallbackQueueForReview = "queue_for_review"
