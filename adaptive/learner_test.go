@@ -55,7 +55,7 @@ func newLearner(t *testing.T, k *kernel.Kernel, opts ...adaptive.Option) *adapti
 func percept(t *testing.T, k *kernel.Kernel, trace string, p blackboard.Payload, conf float64, ttl time.Duration) {
 	t.Helper()
 	p["value"] = 95
-	if _, err := k.Tool("sensor").Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "temperature",
+	if _, err := k.Handle(blackboard.RoleTool, "sensor").Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "temperature",
 		Payload: p, Confidence: new(conf), TTL: ttl}); err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func percept(t *testing.T, k *kernel.Kernel, trace string, p blackboard.Payload,
 // belief proposes anomaly_detected on the temperature and returns the code.
 func belief(t *testing.T, k *kernel.Kernel, trace string) reason.Code {
 	t.Helper()
-	d, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "anomaly_detected",
+	d, err := k.Proposer(blackboard.RolePlanner, "analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "anomaly_detected",
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{"temperature"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +75,7 @@ func belief(t *testing.T, k *kernel.Kernel, trace string) reason.Code {
 // predict commits a prediction for alert.
 func predict(t *testing.T, k *kernel.Kernel, trace string, outcome float64) {
 	t.Helper()
-	d, err := k.Simulator("sim").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Predictions, Kind: "alert_outcome",
+	d, err := k.Proposer(blackboard.RoleSimulator, "sim").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Predictions, Kind: "alert_outcome",
 		Payload: blackboard.Payload{"action_type": "alert", "expected_outcome": outcome, "requires_beliefs": []string{"anomaly_detected"}}})
 	if err != nil || !d.Committed() {
 		t.Fatalf("prediction: %v %v", d.Code, err)
@@ -89,7 +89,7 @@ func alert(t *testing.T, k *kernel.Kernel, trace string, extra blackboard.Payloa
 	for key, v := range extra {
 		p[key] = v
 	}
-	d, err := k.Planner("actuator").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Actions, Kind: "alert", Payload: p})
+	d, err := k.Proposer(blackboard.RolePlanner, "actuator").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Actions, Kind: "alert", Payload: p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -456,23 +456,23 @@ func TestCountsByTypedCode(t *testing.T) {
 		t.Fatal(c)
 	}
 	// A plan missing its belief, and a prediction missing its belief.
-	d, err := k.Planner("planner").Submit(ctx, kernel.Entry{TraceID: "a", Slot: blackboard.Plans, Kind: "plan",
+	d, err := k.Proposer(blackboard.RolePlanner, "planner").Submit(ctx, kernel.Entry{TraceID: "a", Slot: blackboard.Plans, Kind: "plan",
 		Payload: blackboard.Payload{"steps": []any{map[string]any{"action": "notify", "requires_beliefs": []any{"nope"}}}}})
 	if err != nil || d.Code != reason.PlanMissingBelief {
 		t.Fatal(d.Code, err)
 	}
-	d, err = k.Simulator("sim").Submit(ctx, kernel.Entry{TraceID: "a", Slot: blackboard.Predictions, Kind: "p",
+	d, err = k.Proposer(blackboard.RoleSimulator, "sim").Submit(ctx, kernel.Entry{TraceID: "a", Slot: blackboard.Predictions, Kind: "p",
 		Payload: blackboard.Payload{"action_type": "alert", "expected_outcome": 1, "requires_beliefs": []string{"nope"}}})
 	if err != nil || d.Code != reason.PredictionMissingBelief {
 		t.Fatal(d.Code, err)
 	}
 	// A stale rejection whose payload text speaks of something else: the
 	// code decides.
-	if _, err := k.Tool("sensor").Write(ctx, kernel.Entry{TraceID: "a", Slot: blackboard.Percepts, Kind: "humidity",
+	if _, err := k.Handle(blackboard.RoleTool, "sensor").Write(ctx, kernel.Entry{TraceID: "a", Slot: blackboard.Percepts, Kind: "humidity",
 		Payload: blackboard.Payload{"stale": true, "note": "LOW_CONFIDENCE UNRESOLVED_CONFLICT"}}); err != nil {
 		t.Fatal(err)
 	}
-	d, err = k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: "a", Slot: blackboard.Beliefs, Kind: "damp",
+	d, err = k.Proposer(blackboard.RolePlanner, "analyst").Submit(ctx, kernel.Entry{TraceID: "a", Slot: blackboard.Beliefs, Kind: "damp",
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{"humidity"}, "why": "LOW_CONFIDENCE"}})
 	if err != nil || d.Code != reason.StaleEvidence {
 		t.Fatal(d.Code, err)

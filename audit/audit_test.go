@@ -102,10 +102,10 @@ func TestApproval(t *testing.T) {
 	}
 	defer k.Close()
 	ctx := context.Background()
-	if _, err := k.Tool("t").Write(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "order"}); err != nil {
+	if _, err := k.Handle(blackboard.RoleTool, "t").Write(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "order"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Planner("llm").Submit(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,
+	if _, err := k.Proposer(blackboard.RolePlanner, "llm").Submit(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,
 		Payload: blackboard.Payload{"requires_beliefs": []string{}}}); err != nil {
 		t.Fatal(err)
 	}

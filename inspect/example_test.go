@@ -22,11 +22,11 @@ func stale(ctx context.Context, s store.Store) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if _, err := k.Tool("payment_tool").Write(ctx, kernel.Entry{TraceID: "stale", Slot: blackboard.Percepts, Kind: "charge",
+	if _, err := k.Handle(blackboard.RoleTool, "payment_tool").Write(ctx, kernel.Entry{TraceID: "stale", Slot: blackboard.Percepts, Kind: "charge",
 		Payload: blackboard.Payload{"charge_id": "ch_1", "stale": true}}); err != nil {
 		return "", err
 	}
-	planner := k.Planner("planner")
+	planner := k.Proposer(blackboard.RolePlanner, "planner")
 	if _, err := planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: blackboard.Beliefs, Kind: "refund_due",
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}}); err != nil {
 		return "", err

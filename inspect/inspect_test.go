@@ -28,7 +28,7 @@ func TestJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Tool("payment_tool").Write(ctx, kernel.Entry{TraceID: "stale", Slot: blackboard.Percepts, Kind: "note",
+	if _, err := k.Handle(blackboard.RoleTool, "payment_tool").Write(ctx, kernel.Entry{TraceID: "stale", Slot: blackboard.Percepts, Kind: "note",
 		Payload: blackboard.Payload{"text": "a\u202e\u009bb"}}); err != nil {
 		t.Fatal(err)
 	}

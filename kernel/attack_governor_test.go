@@ -32,8 +32,11 @@ func TestAttackHandlesCannotClaimKeysOrWriteDecisionRecords(t *testing.T) {
 		writes := map[string]func(kernel.Entry) error{
 			"tool":     func(e kernel.Entry) error { _, err := a.tool.Write(a.ctx, e); return err },
 			"symbolic": func(e kernel.Entry) error { _, err := a.sym.Write(a.ctx, e); return err },
-			"evidence": func(e kernel.Entry) error { _, err := a.k.EvidenceValidator("ev").Write(a.ctx, e); return err },
-			"planner":  func(e kernel.Entry) error { _, err := a.planner.Write(a.ctx, e); return err },
+			"evidence": func(e kernel.Entry) error {
+				_, err := a.k.Handle(blackboard.RoleEvidence, "ev").Write(a.ctx, e)
+				return err
+			},
+			"planner": func(e kernel.Entry) error { _, err := a.planner.Write(a.ctx, e); return err },
 			"planner submit": func(e kernel.Entry) error {
 				_, err := a.planner.Submit(a.ctx, e)
 				return err
@@ -69,7 +72,7 @@ func TestAttackHandlesCannotClaimKeysOrWriteDecisionRecords(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		id, err := a.k.EvidenceValidator("ev").Write(a.ctx, f.Entry)
+		id, err := a.k.Handle(blackboard.RoleEvidence, "ev").Write(a.ctx, f.Entry)
 		if err != nil {
 			t.Fatalf("evidence write of the decision-record kind: %v", err)
 		}

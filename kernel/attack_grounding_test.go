@@ -69,25 +69,25 @@ func TestAttackReservedKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	order, err := before.Tool("tool:lookup").Write(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "order",
+	order, err := before.Handle(blackboard.RoleTool, "tool:lookup").Write(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "order",
 		Payload: blackboard.Payload{"order_id": "A1", "refundable": false}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	oldBelief, err := before.Planner("mallory").Write(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs, Kind: "refund_due",
+	oldBelief, err := before.Proposer(blackboard.RolePlanner, "mallory").Write(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs, Kind: "refund_due",
 		Mode: blackboard.ModePropose, Payload: belief(true, order)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	refund := blackboard.Payload{"order_id": "A1", "requires_beliefs": []string{"refund_due"}}
-	oldAction, err := before.Planner("mallory").Write(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
+	oldAction, err := before.Proposer(blackboard.RolePlanner, "mallory").Write(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
 		Mode: blackboard.ModePropose, Payload: refund})
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := kernel.New(kernel.Config{Store: store, ActionSpecs: spec, Reserved: []kernel.Reservation{
-		{Slot: blackboard.Beliefs, Kind: "refund_due", Writers: []string{"derive:lookup"}},
-		{Slot: blackboard.Actions, Kind: "issue_refund", Writers: []string{"caller:support"}},
+	k, err := kernel.New(kernel.Config{Store: store, ActionSpecs: spec, Reserved: map[blackboard.Slot]map[string][]string{
+		blackboard.Beliefs: {"refund_due": {"derive:lookup"}},
+		blackboard.Actions: {"issue_refund": {"caller:support"}},
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -102,18 +102,18 @@ func TestAttackReservedKinds(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"mallory", "derive:lookup", "caller:support"} {
-		_, err := k.Planner(name).Submit(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs, Kind: "refund_due", Payload: belief(true, order)})
+		_, err := k.Proposer(blackboard.RolePlanner, name).Submit(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs, Kind: "refund_due", Payload: belief(true, order)})
 		denied("planner "+name+" submits the derived belief", err)
-		_, err = k.Planner(name).Write(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs, Kind: "refund_due", Mode: blackboard.ModePropose, Payload: belief(true, order)})
+		_, err = k.Proposer(blackboard.RolePlanner, name).Write(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs, Kind: "refund_due", Mode: blackboard.ModePropose, Payload: belief(true, order)})
 		denied("planner "+name+" writes the derived belief", err)
-		_, err = k.Planner(name).Submit(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund", Payload: refund})
+		_, err = k.Proposer(blackboard.RolePlanner, name).Submit(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund", Payload: refund})
 		denied("planner "+name+" submits the tool's action", err)
 	}
 	_, err = gov.Submit(ctx, "mallory", kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs, Kind: "refund_due", Payload: belief(true, order)}, nil)
 	denied("the Governor as another writer", err)
-	_, err = k.Planner("mallory").Commit(ctx, "t", oldBelief)
+	_, err = k.Proposer(blackboard.RolePlanner, "mallory").Commit(ctx, "t", oldBelief)
 	denied("committing a stored proposal of the belief", err)
-	_, err = k.Planner("mallory").Commit(ctx, "t", oldAction)
+	_, err = k.Proposer(blackboard.RolePlanner, "mallory").Commit(ctx, "t", oldAction)
 	denied("committing a stored proposal of the action", err)
 	// The writers the kinds are reserved to.
 	d, err := gov.Submit(ctx, "derive:lookup", kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs, Kind: "refund_due", Payload: belief(true, order)}, nil)
@@ -132,12 +132,12 @@ func TestAttackReservedKinds(t *testing.T) {
 	if holder, err := k.Governor().ClaimedBy(ctx, key); err != nil || holder != d.CommittedID {
 		t.Errorf("the once-key is held by %q (%v), want %s", holder, err, d.CommittedID)
 	}
-	for _, r := range []kernel.Reservation{
-		{Slot: blackboard.Percepts, Kind: "order", Writers: []string{"tool:lookup"}},
-		{Slot: blackboard.Beliefs, Writers: []string{"x"}},
-		{Slot: blackboard.Actions, Kind: "issue_refund", Writers: []string{""}},
+	for _, r := range []map[blackboard.Slot]map[string][]string{
+		{blackboard.Percepts: {"order": {"tool:lookup"}}},
+		{blackboard.Beliefs: {"": {"x"}}},
+		{blackboard.Actions: {"issue_refund": {""}}},
 	} {
-		if k, err := kernel.New(kernel.Config{Reserved: []kernel.Reservation{r}}); !errors.Is(err, blackboard.ErrInvalidInput) {
+		if k, err := kernel.New(kernel.Config{Reserved: r}); !errors.Is(err, blackboard.ErrInvalidInput) {
 			if k != nil {
 				k.Close()
 			}

@@ -46,14 +46,14 @@ func TestAttackRetractionBehindTheState(t *testing.T) {
 					return k
 				}
 				k := newKernel()
-				obs, err := k.Tool("billing").Write(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "charge",
+				obs, err := k.Handle(blackboard.RoleTool, "billing").Write(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "charge",
 					Payload: blackboard.Payload{"order_id": "A1", "amount": 100.0}})
 				if err != nil {
 					t.Fatal(err)
 				}
 				belief := kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs, Kind: "refund_due",
 					Payload: blackboard.Payload{"value": true, "depends_on": []any{"charge"}}}
-				if d, err := k.Planner("p").Submit(ctx, belief); err != nil || !d.Committed() {
+				if d, err := k.Proposer(blackboard.RolePlanner, "p").Submit(ctx, belief); err != nil || !d.Committed() {
 					t.Fatalf("belief on the observation: %v %v", d.Code, err)
 				}
 				if err := s.Apply(ctx, store.Batch{Invalidations: []store.Invalidation{{ID: obs, Status: blackboard.StatusInvalidated, Reason: reason.StaleEvidence}}}); err != nil {
@@ -62,7 +62,7 @@ func TestAttackRetractionBehindTheState(t *testing.T) {
 				if who == "another kernel" {
 					k = newKernel()
 				}
-				d, err := k.Planner("p").Submit(ctx, belief)
+				d, err := k.Proposer(blackboard.RolePlanner, "p").Submit(ctx, belief)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -107,7 +107,7 @@ func persistentBehindTheCache(t *testing.T, s store.Store) {
 	}
 	agent, owner := newKernel(), newKernel()
 	notify := kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "notify", Payload: blackboard.Payload{"urgent": true}}
-	if d, err := agent.Planner("p").Submit(ctx, notify); err != nil || !d.Committed() {
+	if d, err := agent.Proposer(blackboard.RolePlanner, "p").Submit(ctx, notify); err != nil || !d.Committed() {
 		t.Fatalf("first notify: %v %v", d.Code, err)
 	}
 	_, err := owner.Symbolic("policy").CommitConstraint(ctx, "other", kernel.Constraint{Name: "no_urgent", Enabled: true,
@@ -115,7 +115,7 @@ func persistentBehindTheCache(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := agent.Planner("p").Submit(ctx, notify)
+	d, err := agent.Proposer(blackboard.RolePlanner, "p").Submit(ctx, notify)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,7 +83,7 @@ func newArena(t *testing.T, s store.Store, cfg ...kernel.Config) *arena {
 		t.Fatalf("kernel.New: %v", err)
 	}
 	a.k = k
-	a.tool, a.planner, a.sym, a.sim = k.Tool("payments"), k.Planner("llm"), k.Symbolic("policy"), k.Simulator("sim")
+	a.tool, a.planner, a.sym, a.sim = k.Handle(blackboard.RoleTool, "payments"), k.Proposer(blackboard.RolePlanner, "llm"), k.Symbolic("policy"), k.Proposer(blackboard.RoleSimulator, "sim")
 	return a
 }
 
@@ -417,7 +417,7 @@ func TestAttackPersistentLaundering(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, err := a.k.Reader().View(a.ctx, "victim", kernel.ViewOptions{IncludePersistent: true})
+		v, err := a.k.Reader().View(a.ctx, "victim", true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -436,7 +436,7 @@ func TestAttackPersistentLaundering(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v, _ := a.k.Reader().View(a.ctx, "victim", kernel.ViewOptions{IncludePersistent: true}); !v.Has(blackboard.Constraints, a.get(c).Kind) {
+		if v, _ := a.k.Reader().View(a.ctx, "victim", true); !v.Has(blackboard.Constraints, a.get(c).Kind) {
 			t.Error("a persistent constraint does not show in other traces' views")
 		}
 	})
@@ -455,7 +455,7 @@ func TestAttackExpiringAction(t *testing.T) {
 		}
 		a.clock.Advance(time.Hour)
 		a.belief("t", "charge") // a decision on the trace writes its expiries
-		v, err := a.k.Reader().View(a.ctx, "t", kernel.ViewOptions{})
+		v, err := a.k.Reader().View(a.ctx, "t", false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -525,10 +525,10 @@ func TestAttackSharedStore(t *testing.T) {
 			if _, err := app2.tool.Write(app2.ctx, kernel.Entry{TraceID: "t1", Slot: blackboard.Percepts, Kind: "charge"}); err != nil {
 				t.Errorf("app2 writes into its own trace t1: %v", err)
 			}
-			if _, err := app1.k.Reader().View(app1.ctx, "t1", kernel.ViewOptions{}); err != nil {
+			if _, err := app1.k.Reader().View(app1.ctx, "t1", false); err != nil {
 				t.Errorf("app1 reads its own trace after app2's write: %v", err)
 			}
-			if _, err := app2.k.Reader().View(app2.ctx, "t1", kernel.ViewOptions{}); err != nil {
+			if _, err := app2.k.Reader().View(app2.ctx, "t1", false); err != nil {
 				t.Errorf("app2 views its own trace t1: %v", err)
 			}
 			for _, app := range []*arena{app1, app2} {
@@ -560,7 +560,7 @@ func TestAttackReadsDoNotWrite(t *testing.T) {
 	attack(t, func(t *testing.T, a *arena) {
 		p := a.percept("t", "charge", nil, nil, time.Second)
 		a.clock.Advance(time.Minute)
-		if _, err := a.k.Reader().View(a.ctx, "t", kernel.ViewOptions{IncludePersistent: true}); err != nil {
+		if _, err := a.k.Reader().View(a.ctx, "t", true); err != nil {
 			t.Fatal(err)
 		}
 		if r, err := a.store.Get(a.ctx, p.ID); err != nil || r.Status != blackboard.StatusActive {

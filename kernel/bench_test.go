@@ -1,9 +1,10 @@
 package kernel_test
 
 import (
-	"go.opentelemetry.io/otel/trace/noop"
 	"strconv"
 	"testing"
+
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
@@ -47,7 +48,7 @@ func BenchmarkViewSession(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer k.Close()
-			tool := k.Tool("tool")
+			tool := k.Handle(blackboard.RoleTool, "tool")
 			for i := range n {
 				if _, err := tool.Write(ctx, kernel.Entry{TraceID: "session", Slot: blackboard.Percepts, Kind: "charge", Payload: blackboard.Payload{"n": float64(i)}}); err != nil {
 					b.Fatal(err)
@@ -55,7 +56,7 @@ func BenchmarkViewSession(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := k.Reader().View(ctx, "session", kernel.ViewOptions{}); err != nil {
+				if _, err := k.Reader().View(ctx, "session", false); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -54,7 +54,7 @@ func TestConcurrentTraces(t *testing.T) {
 		}
 		wg.Go(func() {
 			for range rounds {
-				if _, err := f.planner.View(f.ctx, trace, kernel.ViewOptions{IncludePersistent: true}); err != nil {
+				if _, err := f.planner.View(f.ctx, trace, true); err != nil {
 					t.Errorf("%s: view: %v", trace, err)
 				}
 			}

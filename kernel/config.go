@@ -44,7 +44,7 @@ type Config struct {
 	MinConfidence float64
 	// ConflictThreshold is the arbitration threshold, in (0,1]: a
 	// conflicted percept at or above it is arbitrated, below it the belief
-	// is UNRESOLVED_CONFLICT. 0: [DefaultConflictThreshold].
+	// is UNRESOLVED_CONFLICT. 0: 0.7.
 	ConflictThreshold float64
 	// MaxPayloadBytes limits the JSON size of a payload. 0: 1 MiB
 	// (1<<20 bytes).
@@ -62,14 +62,22 @@ type Config struct {
 	Validators []Validator
 	// SharedPersistent lists, by slot, the kinds whose persistent records,
 	// written in any trace of the namespace, appear in every trace's views
-	// ([ViewOptions.IncludePersistent]) and may be cited by its records.
+	// (a [Reader.View] with persistent) and may be cited by its records.
 	// Without it only persistent constraints are shared: a persistent
 	// belief or action written in one trace never becomes another trace's
 	// state.
 	SharedPersistent map[blackboard.Slot][]string
-	// Reserved reserves kinds to governance code, one reservation per slot
-	// and kind (see [Reservation]).
-	Reserved []Reservation
+	// Reserved reserves kinds of the beliefs and actions slots to
+	// governance code: by slot, then kind, the writer ids as which the
+	// [Governor] alone may propose the kind. A proposal of a reserved kind
+	// by any other handle, or by the Governor as another writer, is
+	// [blackboard.ErrPermission] (code PERMISSION_DENIED) and stores
+	// nothing; a kind with no writers no one may propose. The tool gate
+	// reserves each belief its tools derive to the tool's deriver and each
+	// tool's action type to the callers whose contracts list the tool, so
+	// that no planner overrides a derived belief, and no action of a tool
+	// commits (or takes its once-key) but one the gate proposed and runs.
+	Reserved map[blackboard.Slot]map[string][]string
 	// Logger logs each decision at debug level, with the attributes of the
 	// decision's span (namespace, trace id, slot, kind, record id, role,
 	// code, rule, failed record). nil: nothing is logged.
@@ -91,21 +99,6 @@ type Config struct {
 	// (metric/noop) turns metrics off. The tool-call gate measures with its
 	// kernel's provider.
 	MeterProvider metric.MeterProvider
-}
-
-// Reservation reserves a kind of the beliefs or actions slot to governance
-// code: only the [Governor], submitting as one of Writers, may propose it.
-// A proposal of the kind by any other handle, or by the Governor as another
-// writer, is [blackboard.ErrPermission] (code PERMISSION_DENIED) and stores
-// nothing; with no writers no one may propose it. The tool gate reserves
-// each belief its tools derive to the tool's deriver and each tool's action
-// type to the callers whose contracts list the tool, so that no planner
-// overrides a derived belief, and no action of a tool commits (or takes its
-// once-key) but one the gate proposed and runs.
-type Reservation struct {
-	Slot    blackboard.Slot // blackboard.Beliefs or blackboard.Actions
-	Kind    string
-	Writers []string // the Governor's writer ids that may propose the kind
 }
 
 // ConfigError is one problem of a [Config]: [Config.Validate] and [New]
@@ -189,22 +182,18 @@ func (c Config) Validate() error {
 			bad(field+".DependsOn", "needs non-empty percept kinds")
 		}
 	}
-	reserved := map[reservation]bool{}
-	for i, r := range c.Reserved {
-		field := fmt.Sprintf("Reserved[%d]", i)
-		if r.Slot != blackboard.Beliefs && r.Slot != blackboard.Actions {
-			bad(field+".Slot", "%v is not the beliefs or the actions slot", r.Slot)
+	for _, slot := range slices.Sorted(maps.Keys(c.Reserved)) {
+		field := fmt.Sprintf("Reserved[%v]", slot)
+		if slot != blackboard.Beliefs && slot != blackboard.Actions {
+			bad(field, "not the beliefs or the actions slot")
 		}
-		switch key := (reservation{r.Slot, r.Kind}); {
-		case r.Kind == "":
-			bad(field+".Kind", "empty")
-		case reserved[key]:
-			bad(field+".Kind", "%v %q is reserved earlier", r.Slot, r.Kind)
-		default:
-			reserved[key] = true
-		}
-		if slices.Contains(r.Writers, "") {
-			bad(field+".Writers", "an empty writer")
+		for _, kind := range slices.Sorted(maps.Keys(c.Reserved[slot])) {
+			if kind == "" {
+				bad(field, "an empty kind")
+			}
+			if slices.Contains(c.Reserved[slot][kind], "") {
+				bad(fmt.Sprintf("%s[%q]", field, kind), "an empty writer")
+			}
 		}
 	}
 	for i, v := range c.Validators {
@@ -226,7 +215,7 @@ func New(cfg Config) (*Kernel, error) {
 		store:             cfg.Store,
 		now:               cfg.Clock,
 		minConfidence:     cmp.Or(cfg.MinConfidence, defaultMinConfidence),
-		conflictThreshold: cmp.Or(cfg.ConflictThreshold, DefaultConflictThreshold),
+		conflictThreshold: cmp.Or(cfg.ConflictThreshold, defaultConflictThreshold),
 		maxPayload:        cmp.Or(cfg.MaxPayloadBytes, defaultMaxPayloadBytes),
 		namespace:         cmp.Or(cfg.Namespace, blackboard.DefaultNamespace),
 		strictActions:     cfg.StrictActions,
@@ -256,11 +245,13 @@ func New(cfg Config) (*Kernel, error) {
 		}
 		k.beliefSpecs[s.Kind] = s
 	}
-	for _, r := range cfg.Reserved {
-		if k.reserved == nil {
-			k.reserved = make(map[reservation][]string, len(cfg.Reserved))
+	for slot, kinds := range cfg.Reserved {
+		for kind, writers := range kinds {
+			if k.reserved == nil {
+				k.reserved = make(map[reservation][]string)
+			}
+			k.reserved[reservation{slot, kind}] = slices.Clone(writers)
 		}
-		k.reserved[reservation{r.Slot, r.Kind}] = slices.Clone(r.Writers)
 	}
 	for _, slot := range slices.Sorted(maps.Keys(cfg.SharedPersistent)) {
 		for _, kind := range cfg.SharedPersistent[slot] {
@@ -270,7 +261,7 @@ func New(cfg Config) (*Kernel, error) {
 	k.tracerSet, k.tracerProvider = telemetry.TracerChoice(cfg.TracerProvider)
 	k.meterSet, k.meterProvider = telemetry.MeterChoice(cfg.MeterProvider)
 	k.thresholds = defaultThresholds
-	if k.minConfidence != defaultMinConfidence || k.conflictThreshold != DefaultConflictThreshold {
+	if k.minConfidence != defaultMinConfidence || k.conflictThreshold != defaultConflictThreshold {
 		k.thresholds = [2]any{k.minConfidence, k.conflictThreshold}
 	}
 	if k.store == nil {
@@ -283,7 +274,7 @@ func New(cfg Config) (*Kernel, error) {
 	return k, nil
 }
 
-// reservation is a slot and a kind a [Reservation] reserves.
+// reservation is a slot and a kind [Config.Reserved] reserves.
 type reservation struct {
 	slot blackboard.Slot
 	kind string

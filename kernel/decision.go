@@ -2,11 +2,6 @@ package kernel
 
 import "github.com/blackboardkernel/bk/reason"
 
-// KindBeliefValidation is the kind of the evidence artifact the kernel
-// writes with a committed belief: the checks each percept passed
-// ([Decision.EvidenceID]).
-const KindBeliefValidation = "belief_validation"
-
 // Decision is the kernel's answer to a commit request. A refusal says why
 // as data: the code, the constraint or rule that decided, the record that
 // failed, and the chain of causes down to the root.

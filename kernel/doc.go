@@ -18,12 +18,14 @@
 // # Roles are capabilities
 //
 // Whoever owns the [Kernel] (from [New]) hands out role-bound handles:
-// [Kernel.Tool] a [Handle] that commits percepts, [Kernel.Planner] a
-// [Proposer] of beliefs, plans, predictions and actions, [Kernel.Symbolic]
-// a [Symbolic] that commits constraints, [Kernel.EvidenceValidator] a
-// [Handle] that commits evidence, [Kernel.Simulator] a [Proposer] of
-// predictions. The permission table of the
-// paper's Table 1 ([Allowed]) bounds what each handle may write; no handle
+// [Kernel.Handle] with [blackboard.RoleTool] a [Handle] that commits
+// percepts, [Kernel.Proposer] with [blackboard.RolePlanner] a [Proposer]
+// of beliefs, plans, predictions and actions, [Kernel.Symbolic] a
+// [Symbolic] that commits constraints, [Kernel.Handle] with
+// [blackboard.RoleEvidence] a [Handle] that commits evidence,
+// [Kernel.Proposer] with [blackboard.RoleSimulator] a [Proposer] of
+// predictions. The permission table of the paper's Table 1 bounds what
+// each handle may write; no handle
 // can write as the kernel, so no caller can commit a belief, prediction or
 // action except by asking the kernel to decide a proposal
 // ([Proposer.Commit], [Proposer.Submit]). Every handle reads through [View]s

@@ -20,7 +20,7 @@ func Example_conflictArbitration() {
 		log.Fatal(err)
 	}
 	defer k.Close()
-	tool, planner := k.Tool("payments"), k.Planner("planner")
+	tool, planner := k.Handle(blackboard.RoleTool, "payments"), k.Proposer(blackboard.RolePlanner, "planner")
 
 	for _, conf := range []float64{0.8, 0.3} {
 		trace := fmt.Sprintf("conflict-%.1f", conf)

@@ -26,11 +26,11 @@ func Example_constraintBlocksPlan() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if _, err := k.Tool("payments").Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "charge",
+	if _, err := k.Handle(blackboard.RoleTool, "payments").Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "charge",
 		Payload: blackboard.Payload{"amount": 59.99}}); err != nil {
 		log.Fatal(err)
 	}
-	planner := k.Planner("planner")
+	planner := k.Proposer(blackboard.RolePlanner, "planner")
 	steps := []kernel.Entry{
 		{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
 			Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}},

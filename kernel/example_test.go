@@ -19,12 +19,12 @@ func ExampleNew() {
 	}
 	defer k.Close()
 
-	_, err = k.Tool("payments").Write(ctx, kernel.Entry{TraceID: "ep-1", Slot: blackboard.Percepts, Kind: "charge",
+	_, err = k.Handle(blackboard.RoleTool, "payments").Write(ctx, kernel.Entry{TraceID: "ep-1", Slot: blackboard.Percepts, Kind: "charge",
 		Payload: blackboard.Payload{"amount": 89.00, "stale": true}})
 	if err != nil {
 		log.Fatal(err)
 	}
-	d, err := k.Planner("planner").Submit(ctx, kernel.Entry{TraceID: "ep-1", Slot: blackboard.Beliefs, Kind: "refund_due",
+	d, err := k.Proposer(blackboard.RolePlanner, "planner").Submit(ctx, kernel.Entry{TraceID: "ep-1", Slot: blackboard.Beliefs, Kind: "refund_due",
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}})
 	if err != nil {
 		log.Fatal(err)

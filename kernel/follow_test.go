@@ -355,7 +355,7 @@ func TestReader(t *testing.T) {
 			}
 			n++
 		}
-		if v, err := rd.View(a.ctx, "t", kernel.ViewOptions{}); err != nil || n != 2 || !v.Has(blackboard.Percepts, "charge") {
+		if v, err := rd.View(a.ctx, "t", false); err != nil || n != 2 || !v.Has(blackboard.Percepts, "charge") {
 			t.Errorf("Trace and List read %d records, View %+v %v", n, v, err)
 		}
 	})

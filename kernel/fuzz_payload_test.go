@@ -88,7 +88,7 @@ func FuzzPayload(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		id, err := k.Tool("tool").Write(t.Context(), kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "k", Payload: p})
+		id, err := k.Handle(blackboard.RoleTool, "tool").Write(t.Context(), kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "k", Payload: p})
 		enc, _ := json.Marshal(want)
 		deep := payloadDepth(want, 0) > 64
 		if err != nil {

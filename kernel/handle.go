@@ -3,6 +3,7 @@ package kernel
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"slices"
 
@@ -19,10 +20,12 @@ import (
 // concurrent use.
 type Reader interface {
 	// View returns the committed state and pending proposals of a trace
-	// and, if asked, the persistent records shared with every trace.
+	// and, with persistent, the committed persistent-scope records shared
+	// with every trace (learned constraints, for instance), over which the
+	// trace's own take precedence for the same slot and kind.
 	// Records whose TTL has run out are left out, as of now; a view never
 	// writes to the store. The payloads are copies the caller may keep.
-	View(ctx context.Context, traceID string, opts ViewOptions) (View, error)
+	View(ctx context.Context, traceID string, persistent bool) (View, error)
 	// Get, Find, Trace and List read records; they return copies.
 	Get(ctx context.Context, id string) (blackboard.Record, error)
 	Find(ctx context.Context, traceID string, slot blackboard.Slot, kind string) (blackboard.Record, error)
@@ -72,14 +75,17 @@ func (h *handle) Name() string { return h.name }
 // [blackboard.ErrPermission]: only the [Governor] claims them. On any error nothing
 // is stored.
 func (h *handle) Write(ctx context.Context, e Entry) (string, error) {
+	if !handed(h.role) {
+		return "", h.refused("write")
+	}
 	w, err := h.k.write(ctx, h.role, h.name, e, false, nil)
 	return w.ID, err
 }
 
 // View returns the trace's committed payloads by slot and kind and its
 // pending proposals.
-func (h reads) View(ctx context.Context, traceID string, opts ViewOptions) (View, error) {
-	return h.k.view(ctx, traceID, opts)
+func (h reads) View(ctx context.Context, traceID string, persistent bool) (View, error) {
+	return h.k.view(ctx, traceID, persistent)
 }
 
 // Get returns a copy of the record with that id, or [blackboard.ErrNotFound] (also
@@ -147,6 +153,9 @@ type proposer struct{ handle }
 // fails with [ErrInvalidProposal] (code INVALID_PROPOSAL); a proposal in a
 // slot the role may not propose in fails with [blackboard.ErrPermission].
 func (p *proposer) Commit(ctx context.Context, traceID, proposalID string) (Decision, error) {
+	if !handed(p.role) {
+		return Decision{}, p.refused("commit")
+	}
 	return p.k.commit(ctx, p.role, traceID, proposalID)
 }
 
@@ -155,6 +164,9 @@ func (p *proposer) Commit(ctx context.Context, traceID, proposalID string) (Deci
 // decision land together. An entry with once-keys is [blackboard.ErrPermission] and
 // stores nothing.
 func (p *proposer) Submit(ctx context.Context, e Entry) (Decision, error) {
+	if !handed(p.role) {
+		return Decision{}, p.refused("submit")
+	}
 	return p.k.submit(ctx, p.role, p.name, e, false, nil)
 }
 
@@ -167,15 +179,28 @@ type Proposer struct{ proposer }
 // Symbolic is the handle of a symbolic validator: it commits constraints.
 type Symbolic struct{ handle }
 
-// Tool returns the handle of a perception source writing as name: it
-// commits percepts.
-func (k *Kernel) Tool(name string) Handle {
-	return &handle{reads{k}, blackboard.RoleTool, name}
+// Handle returns the handle of a worker of the given role writing as
+// name: [blackboard.RoleTool] (a perception source: it commits percepts),
+// [blackboard.RoleEvidence] (an evidence validator: it commits evidence
+// artifacts of its own; those of committed beliefs are the kernel's),
+// [blackboard.RolePlanner] or [blackboard.RoleSimulator] (their writes
+// propose; [Kernel.Proposer] also decides) or [blackboard.RoleSymbolic]
+// ([Kernel.Symbolic] also commits constraints). The handle writes only
+// what its role may (the paper's Table 1). No handle has the kernel's or
+// an approver's role, which only the [Governor] writes with: a handle
+// asked for one, or for an unknown role, writes nothing
+// ([blackboard.ErrPermission]).
+func (k *Kernel) Handle(role blackboard.Role, name string) Handle {
+	return &handle{reads{k}, role, name}
 }
 
-// Planner returns a planner handle writing as name.
-func (k *Kernel) Planner(name string) *Proposer {
-	return &Proposer{proposer{handle{reads{k}, blackboard.RolePlanner, name}}}
+// Proposer returns the handle of a planner ([blackboard.RolePlanner]) or
+// a simulator ([blackboard.RoleSimulator]) writing as name, which also
+// asks the kernel to decide its proposals. Any other role gets a handle
+// with that role's authority (see [Kernel.Handle]), which can propose
+// nothing.
+func (k *Kernel) Proposer(role blackboard.Role, name string) *Proposer {
+	return &Proposer{proposer{handle{reads{k}, role, name}}}
 }
 
 // Symbolic returns a symbolic-validator handle writing as name.
@@ -183,17 +208,20 @@ func (k *Kernel) Symbolic(name string) *Symbolic {
 	return &Symbolic{handle{reads{k}, blackboard.RoleSymbolic, name}}
 }
 
-// EvidenceValidator returns the handle of an evidence validator writing as
-// name: it commits evidence artifacts of its own. (Artifacts for committed
-// beliefs are written by the kernel.)
-func (k *Kernel) EvidenceValidator(name string) Handle {
-	return &handle{reads{k}, blackboard.RoleEvidence, name}
+// handed reports whether a handle may have role: every role of the
+// permission table but the approver's, whose writes go through the
+// Governor.
+func handed(role blackboard.Role) bool {
+	switch role {
+	case blackboard.RoleTool, blackboard.RolePlanner, blackboard.RoleSymbolic, blackboard.RoleEvidence, blackboard.RoleSimulator:
+		return true
+	}
+	return false
 }
 
-// Simulator returns a simulator handle writing as name: it proposes
-// predictions.
-func (k *Kernel) Simulator(name string) *Proposer {
-	return &Proposer{proposer{handle{reads{k}, blackboard.RoleSimulator, name}}}
+// refused is the error of a write by a handle with a role no handle has.
+func (h *handle) refused(op string) error {
+	return newErr(op, "", reason.PermissionDenied, blackboard.ErrPermission, fmt.Sprintf("no handle writes with role %s", h.role))
 }
 
 // Constraint is the declarative rule a symbolic validator commits (paper

@@ -74,8 +74,8 @@ func newFixtureWith(t *testing.T, cfg kernel.Config) *fixture {
 		}
 	})
 	f.k = k
-	f.tool, f.planner, f.sym = k.Tool("tool"), k.Planner("planner"), k.Symbolic("symbolic")
-	f.ev, f.sim = k.EvidenceValidator("evidence"), k.Simulator("simulator")
+	f.tool, f.planner, f.sym = k.Handle(blackboard.RoleTool, "tool"), k.Proposer(blackboard.RolePlanner, "planner"), k.Symbolic("symbolic")
+	f.ev, f.sim = k.Handle(blackboard.RoleEvidence, "evidence"), k.Proposer(blackboard.RoleSimulator, "simulator")
 	return f
 }
 

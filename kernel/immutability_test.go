@@ -29,7 +29,7 @@ func TestCallerCannotReachStoredState(t *testing.T) {
 	if err != nil || b.Code != reason.Committed {
 		t.Fatalf("belief: %s %v", b.Code, err)
 	}
-	v, err := f.planner.View(f.ctx, tr, kernel.ViewOptions{})
+	v, err := f.planner.View(f.ctx, tr, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestCallerCannotReachStoredState(t *testing.T) {
 	v.Committed[blackboard.Percepts]["charge"]["amount"] = 0.0
 	f.unchanged()
 
-	again, err := f.planner.View(f.ctx, tr, kernel.ViewOptions{})
+	again, err := f.planner.View(f.ctx, tr, false)
 	if err != nil {
 		t.Fatal(err)
 	}

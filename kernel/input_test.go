@@ -123,7 +123,7 @@ func TestBadInput(t *testing.T) {
 func TestViewBadTrace(t *testing.T) {
 	f := newFixture(t)
 	for _, id := range []string{"", "t\n"} {
-		_, err := f.planner.View(f.ctx, id, kernel.ViewOptions{})
+		_, err := f.planner.View(f.ctx, id, false)
 		wantErr(t, err, blackboard.ErrInvalidInput, reason.InvalidInput)
 	}
 }
@@ -148,7 +148,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		"belief spec, no deps":    {kernel.Config{BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due"}}}, "BeliefSpecs[0].DependsOn"},
 		"two belief specs":        {kernel.Config{BeliefSpecs: []kernel.BeliefSpec{{Kind: "b", DependsOn: []string{"p"}}, {Kind: "b", DependsOn: []string{"p"}}}}, "BeliefSpecs[1].Kind"},
 		"shared, no kinds":        {kernel.Config{SharedPersistent: map[blackboard.Slot][]string{blackboard.Beliefs: nil}}, "SharedPersistent[beliefs]"},
-		"reserved twice":          {kernel.Config{Reserved: []kernel.Reservation{{Slot: blackboard.Beliefs, Kind: "b"}, {Slot: blackboard.Beliefs, Kind: "b"}}}, "Reserved[1].Kind"},
+		"reserved empty writer":   {kernel.Config{Reserved: map[blackboard.Slot]map[string][]string{blackboard.Beliefs: {"b": {""}}}}, `Reserved[beliefs]["b"]`},
 	} {
 		k, err := kernel.New(tc.cfg)
 		var cerr *kernel.ConfigError

@@ -180,8 +180,8 @@ func newInvWorld(tb testing.TB, store store.Store, s invSource, traces int, pers
 	}
 	tb.Cleanup(func() { k.Close() })
 	w.k = k
-	w.tool, w.planner, w.sym = k.Tool("tool"), k.Planner("planner"), k.Symbolic("symbolic")
-	w.ev, w.sim = k.EvidenceValidator("evidence"), k.Simulator("simulator")
+	w.tool, w.planner, w.sym = k.Handle(blackboard.RoleTool, "tool"), k.Proposer(blackboard.RolePlanner, "planner"), k.Symbolic("symbolic")
+	w.ev, w.sim = k.Handle(blackboard.RoleEvidence, "evidence"), k.Proposer(blackboard.RoleSimulator, "simulator")
 	for i := range traces {
 		w.traces = append(w.traces, "t"+strconv.Itoa(i))
 	}
@@ -196,7 +196,7 @@ func newInvWorld(tb testing.TB, store store.Store, s invSource, traces int, pers
 			tb.Fatal(err)
 		}
 		tb.Cleanup(func() { fk.Close() })
-		w.ftool, w.fsym, w.ftrace = fk.Tool("tool"), fk.Symbolic("symbolic"), trace
+		w.ftool, w.fsym, w.ftrace = fk.Handle(blackboard.RoleTool, "tool"), fk.Symbolic("symbolic"), trace
 	}
 	return w
 }
@@ -694,7 +694,7 @@ func (g *invGen) step() (trace string, added int, err error) {
 			return g.wrote(trace, "", err, false)
 		}
 		shared := oneIn(s, 2)
-		v, err := pick(s, w.handles()).View(w.ctx, trace, kernel.ViewOptions{IncludePersistent: shared})
+		v, err := pick(s, w.handles()).View(w.ctx, trace, shared)
 		g.call = invCall{op: opView, view: v, shared: shared, err: err}
 		return g.wrote(trace, "", err, false)
 	}
@@ -2407,7 +2407,7 @@ func TestCheckerCatchesNewRules(t *testing.T) {
 	before := doctor(func(r []blackboard.Record) {
 		r[21].Status, r[21].Reason = blackboard.StatusActive, reason.Committed
 	})[:22]
-	view, err := w.k.Reader().View(ctx, tr, kernel.ViewOptions{})
+	view, err := w.k.Reader().View(ctx, tr, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,16 +14,16 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/kernelhook"
 	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
 // Paper defaults (docs/reproduction.md).
 const (
-	defaultMinConfidence   = 0.5
-	defaultMaxPayloadBytes = 1 << 20
-	// DefaultConflictThreshold is [Config.ConflictThreshold] when it is 0.
-	DefaultConflictThreshold = 0.7
+	defaultMinConfidence     = 0.5
+	defaultMaxPayloadBytes   = 1 << 20
+	defaultConflictThreshold = 0.7
 	// FallbackQueueForReview is the safe fallback registered by default.
 	FallbackQueueForReview = "queue_for_review"
 )
@@ -33,8 +33,8 @@ const (
 const maxAttempts = 64
 
 // Kernel is the sole authority that commits beliefs, plans, predictions and
-// actions. Its owner hands out role-bound handles ([Kernel.Tool],
-// [Kernel.Planner], ...); nothing outside the kernel can write with the
+// actions. Its owner hands out role-bound handles ([Kernel.Handle],
+// [Kernel.Proposer], [Kernel.Symbolic]); nothing outside the kernel can write with the
 // kernel's own role.
 //
 // A Kernel is safe for concurrent use by many goroutines and many traces. It
@@ -150,7 +150,7 @@ func (k *Kernel) spec(actionType string) (ActionSpec, bool) {
 
 // defaultThresholds are the default thresholds boxed once, not for every
 // kernel (a kernel per episode is a common pattern).
-var defaultThresholds = [2]any{defaultMinConfidence, DefaultConflictThreshold}
+var defaultThresholds = [2]any{defaultMinConfidence, defaultConflictThreshold}
 
 // discardLogger is every kernel's logger without [Config.Logger]: one shared
 // value, since a kernel per episode is a common pattern.
@@ -215,8 +215,8 @@ var permissions = [blackboard.RoleApprover + 1][blackboard.Actions + 1]blackboar
 	blackboard.RoleApprover: {blackboard.Evidence: blackboard.ModeCommit},
 }
 
-// Allowed reports whether role may write slot in mode (paper Table 1).
-func Allowed(role blackboard.Role, slot blackboard.Slot, mode blackboard.Mode) bool {
+// allowed reports whether role may write slot in mode (paper Table 1).
+func allowed(role blackboard.Role, slot blackboard.Slot, mode blackboard.Mode) bool {
 	if role <= blackboard.RoleKernel || !role.Valid() || !slot.Valid() || !mode.Valid() {
 		return false
 	}
@@ -239,7 +239,7 @@ func (k *Kernel) checkEntry(role blackboard.Role, writer string, e *Entry) (blac
 	if mode == 0 {
 		mode = permissions[role][e.Slot]
 	}
-	if !mutPermissions && !Allowed(role, e.Slot, mode) {
+	if !mutPermissions && !allowed(role, e.Slot, mode) {
 		m := "any mode"
 		if mode != 0 {
 			m = mode.String()
@@ -450,21 +450,7 @@ func stringList(p blackboard.Payload, key string) bool {
 	return false
 }
 
-// Spec returns the action spec registered for an action type, and whether
-// there is one. Governance layers built on the kernel (the tool-call gate)
-// use it to check that the kernel gates their actions the way they expect.
-func (k *Kernel) Spec(actionType string) (ActionSpec, bool) {
-	s, ok := k.spec(actionType)
-	if ok {
-		s.MinBeliefs, s.Predictors = slices.Clone(s.MinBeliefs), slices.Clone(s.Predictors)
-		if s.Once != nil {
-			o := *s.Once
-			o.Fields = slices.Clone(o.Fields)
-			s.Once = &o
-		}
-	}
-	return s, ok
+func init() {
+	kernelhook.Now = func(k any) time.Time { return k.(*Kernel).now() }
+	kernelhook.Namespace = func(k any) string { return k.(*Kernel).namespace }
 }
-
-// Namespace returns the namespace the kernel works in.
-func (k *Kernel) Namespace() string { return k.namespace }

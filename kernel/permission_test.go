@@ -121,6 +121,32 @@ func TestNoHandleActsAsKernel(t *testing.T) {
 	}
 }
 
+// TestNoHandleForGovernorRoles: a handle asked for the kernel's or an
+// approver's role, or for no role, writes, commits and submits nothing.
+func TestNoHandleForGovernorRoles(t *testing.T) {
+	f := newFixture(t)
+	f.groundedBelief(tr)
+	p, err := f.planner.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Actions, Kind: "issue_refund", Payload: action("refund_due")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.mark()
+	for _, role := range []blackboard.Role{0, blackboard.RoleKernel, blackboard.RoleApprover, blackboard.RoleApprover + 1} {
+		for _, slot := range blackboard.AllSlots() {
+			for _, mode := range []blackboard.Mode{0, blackboard.ModePropose, blackboard.ModeCommit} {
+				_, err := f.k.Handle(role, "forger").Write(f.ctx, kernel.Entry{TraceID: tr, Slot: slot, Mode: mode, Kind: "k", Payload: validPayload[slot]})
+				wantErr(t, err, blackboard.ErrPermission, reason.PermissionDenied)
+			}
+		}
+		h := f.k.Proposer(role, "forger")
+		_, err := h.Commit(f.ctx, tr, p)
+		wantErr(t, err, blackboard.ErrPermission, reason.PermissionDenied)
+		_, err = h.Submit(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Actions, Kind: "issue_refund", Payload: action("refund_due")})
+		wantErr(t, err, blackboard.ErrPermission, reason.PermissionDenied)
+	}
+	f.unchanged()
+}
+
 // TestCommitAuthority: a role decides only proposals in slots it may
 // propose in.
 func TestCommitAuthority(t *testing.T) {

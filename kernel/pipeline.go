@@ -342,7 +342,7 @@ func (k *Kernel) commitOnce(ctx context.Context, role blackboard.Role, traceID, 
 	if !mutCommitOnce && p.Mode != blackboard.ModePropose {
 		return Decision{Code: reason.InvalidProposal}, false, newErr(op, proposalID, reason.InvalidProposal, ErrInvalidProposal, "not a proposal")
 	}
-	if !mutPermissions && !Allowed(role, p.Slot, blackboard.ModePropose) {
+	if !mutPermissions && !allowed(role, p.Slot, blackboard.ModePropose) {
 		return Decision{}, false, newErr(op, proposalID, reason.PermissionDenied, blackboard.ErrPermission,
 			fmt.Sprintf("role %s may not decide %s", role, p.Slot))
 	}

@@ -32,10 +32,10 @@ func TestAttackPolicyTraceReserved(t *testing.T) {
 		k     *kernel.Kernel
 		trace string
 	}{{evil, "bk.policy.desk"}, {evil, "bk.policy.default"}, {def, "bk.policy.desk"}, {desk, "bk.policy.evil"}, {evil, "bk.policy."}} {
-		if _, err := c.k.Tool("squat").Write(ctx, entry(c.trace)); !errors.Is(err, blackboard.ErrPermission) || kernel.CodeOf(err) != reason.PermissionDenied {
+		if _, err := c.k.Handle(blackboard.RoleTool, "squat").Write(ctx, entry(c.trace)); !errors.Is(err, blackboard.ErrPermission) || kernel.CodeOf(err) != reason.PermissionDenied {
 			t.Errorf("namespace %q wrote %s: %v, want PERMISSION_DENIED", c.k.Namespace(), c.trace, err)
 		}
-		if _, err := c.k.Planner("squat").Submit(ctx, kernel.Entry{TraceID: c.trace, Slot: blackboard.Beliefs, Kind: "b", Payload: blackboard.Payload{"depends_on": []any{}}}); !errors.Is(err, blackboard.ErrPermission) {
+		if _, err := c.k.Proposer(blackboard.RolePlanner, "squat").Submit(ctx, kernel.Entry{TraceID: c.trace, Slot: blackboard.Beliefs, Kind: "b", Payload: blackboard.Payload{"depends_on": []any{}}}); !errors.Is(err, blackboard.ErrPermission) {
 			t.Errorf("namespace %q proposed in %s: %v, want PERMISSION_DENIED", c.k.Namespace(), c.trace, err)
 		}
 	}
@@ -43,7 +43,7 @@ func TestAttackPolicyTraceReserved(t *testing.T) {
 		k     *kernel.Kernel
 		trace string
 	}{{desk, "bk.policy.desk"}, {def, "bk.policy.default"}, {evil, "bk.policy.evil"}, {evil, "bk.policyX"}} {
-		if _, err := c.k.Tool("own").Write(ctx, entry(c.trace)); err != nil {
+		if _, err := c.k.Handle(blackboard.RoleTool, "own").Write(ctx, entry(c.trace)); err != nil {
 			t.Errorf("namespace %q wrote %s: %v", c.k.Namespace(), c.trace, err)
 		}
 	}

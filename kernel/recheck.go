@@ -4,15 +4,10 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"time"
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/reason"
 )
-
-// Now returns the kernel's clock reading, so that code deciding on records
-// (an approval's expiry, say) uses the same time as the kernel.
-func (k *Kernel) Now() time.Time { return k.now() }
 
 // recheckCommitted is [Governor.RecheckAction].
 func (k *Kernel) recheckCommitted(ctx context.Context, actionID string) (Decision, error) {

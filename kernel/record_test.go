@@ -93,7 +93,7 @@ func TestPersistentConstraints(t *testing.T) {
 		t.Errorf("action under a persistent constraint: %s", d.Code)
 	}
 	for _, include := range []bool{false, true} {
-		v, err := f.planner.View(f.ctx, "fresh", kernel.ViewOptions{IncludePersistent: include})
+		v, err := f.planner.View(f.ctx, "fresh", include)
 		if err != nil || v.Has(blackboard.Constraints, "block_conflicted_actions") != include {
 			t.Errorf("IncludePersistent=%v: kinds %v, err %v", include, v.Committed[blackboard.Constraints], err)
 		}
@@ -122,7 +122,7 @@ func TestClosedAndCancelled(t *testing.T) {
 	if err := k.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Tool("t").Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: "charge"}); !errors.Is(err, blackboard.ErrClosed) {
+	if _, err := k.Handle(blackboard.RoleTool, "t").Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: "charge"}); !errors.Is(err, blackboard.ErrClosed) {
 		t.Errorf("write after Close: %v", err)
 	}
 }

@@ -69,14 +69,14 @@ func runKernel(t *testing.T, newStore func(t *testing.T) store.Store) {
 			}
 			t.Cleanup(func() { _ = k.Close() }) // the kernel does not own the store: nothing to report
 			const trace = "kernel"
-			percept, err := k.Tool("sensor").Write(ctx, kernel.Entry{
+			percept, err := k.Handle(blackboard.RoleTool, "sensor").Write(ctx, kernel.Entry{
 				TraceID: trace, Slot: blackboard.Percepts, Kind: "door",
 				Payload: blackboard.Payload{"open": true}, Confidence: new(0.9),
 			})
 			if err != nil {
 				t.Fatalf("percept: %v", err)
 			}
-			planner := k.Planner("planner")
+			planner := k.Proposer(blackboard.RolePlanner, "planner")
 			proposalID, err := planner.Write(ctx, kernel.Entry{
 				TraceID: trace, Slot: blackboard.Beliefs, Kind: "door_open",
 				Payload: blackboard.Payload{"value": true, "depends_on": []any{"door"}},

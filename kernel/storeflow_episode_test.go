@@ -23,7 +23,7 @@ import (
 // queue_for_review fallback. A stale charge takes the fallback path. It
 // returns the code of the action that ended the episode.
 func runEpisode(ctx context.Context, k *kernel.Kernel, trace string, stale bool) (reason.Code, error) {
-	sym, tool, planner := k.Symbolic("policy"), k.Tool("stripe"), k.Planner("bk")
+	sym, tool, planner := k.Symbolic("policy"), k.Handle(blackboard.RoleTool, "stripe"), k.Proposer(blackboard.RolePlanner, "bk")
 	if _, err := sym.CommitConstraint(ctx, trace, kernel.Constraint{Name: "no_duplicate_refund", Enabled: true, BlocksField: "is_duplicate"}, 0); err != nil {
 		return "", err
 	}

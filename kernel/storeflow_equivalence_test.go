@@ -302,7 +302,7 @@ func (s *script) submit(name string, want reason.Code, p interface {
 func (s *script) run() transcript {
 	const ep1, ep2, ep3 = "ep1", "ep2", "ep3"
 	k := s.k
-	tool, planner, sym, sim := k.Tool("sensor"), k.Planner("planner"), k.Symbolic("rules"), k.Simulator("sim")
+	tool, planner, sym, sim := k.Handle(blackboard.RoleTool, "sensor"), k.Proposer(blackboard.RolePlanner, "planner"), k.Symbolic("rules"), k.Proposer(blackboard.RoleSimulator, "sim")
 	percept := func(traceID, kind string, p blackboard.Payload, conf *float64, ttl time.Duration) kernel.Entry {
 		return kernel.Entry{TraceID: traceID, Slot: blackboard.Percepts, Kind: kind, Payload: p, Confidence: conf, TTL: ttl}
 	}
@@ -340,7 +340,7 @@ func (s *script) run() transcript {
 	// Another kernel takes the trace over, as after a restart: it decides
 	// from what the store kept (its decision state, or the trace).
 	k = s.restart()
-	tool, planner, sym, sim = k.Tool("sensor"), k.Planner("planner"), k.Symbolic("rules"), k.Simulator("sim")
+	tool, planner, sym, sim = k.Handle(blackboard.RoleTool, "sensor"), k.Proposer(blackboard.RolePlanner, "planner"), k.Symbolic("rules"), k.Proposer(blackboard.RoleSimulator, "sim")
 
 	if _, err := sym.CommitConstraint(s.ctx, ep1, kernel.Constraint{Name: "no_open_door", Enabled: true, BlocksField: "door_blocked"}, 0); err != nil {
 		s.t.Errorf("script episode constraint: %v", err)
@@ -389,7 +389,7 @@ func (s *script) run() transcript {
 
 	s.tr.Views, s.tr.Traces = map[string]kernel.View{}, map[string][]blackboard.Record{}
 	for _, tr := range []string{ep1, ep2, ep3} {
-		v, err := k.Reader().View(s.ctx, tr, kernel.ViewOptions{IncludePersistent: tr != ep1})
+		v, err := k.Reader().View(s.ctx, tr, tr != ep1)
 		if err != nil {
 			s.t.Fatalf("script: View(%s): %v", tr, err)
 		}

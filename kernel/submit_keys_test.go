@@ -44,7 +44,7 @@ func TestGovernedSubmitClaimsKeys(t *testing.T) {
 		if after := len(records(t, a, audit.Query{TraceID: "t"})); after != before {
 			t.Errorf("%d decision records after the refused Submits, want %d", after, before)
 		}
-		if _, err := a.k.Planner("llm").Submit(a.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
+		if _, err := a.k.Proposer(blackboard.RolePlanner, "llm").Submit(a.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
 			Payload: action("refund_due"), OnceKeys: []string{"call/planner"}}); !errors.Is(err, blackboard.ErrPermission) {
 			t.Errorf("a planner's Submit with a once-key: %v, want ErrPermission", err)
 		}

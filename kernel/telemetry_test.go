@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	metricnoop "go.opentelemetry.io/otel/metric/noop"
-	tracenoop "go.opentelemetry.io/otel/trace/noop"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
+
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"go.opentelemetry.io/otel/attribute"
 	otelcodes "go.opentelemetry.io/otel/codes"
@@ -75,7 +76,7 @@ func (tel *telemetry) byRecord(t *testing.T, name, id string) sdktrace.ReadOnlyS
 func TestDecisionSpans(t *testing.T) {
 	tel := newTelemetry(t, nil)
 	ctx, root := tel.tp.Tracer("app").Start(context.Background(), "app.episode")
-	tool, planner := tel.k.Tool("payment_tool"), tel.k.Planner("planner")
+	tool, planner := tel.k.Handle(blackboard.RoleTool, "payment_tool"), tel.k.Proposer(blackboard.RolePlanner, "planner")
 
 	// The paper's stale trace, the percept written under a tool call span.
 	tctx, call := tel.tp.Tracer("app").Start(ctx, "execute_tool lookup_charge")
@@ -93,7 +94,7 @@ func TestDecisionSpans(t *testing.T) {
 	if err != nil || !fb.Committed() {
 		t.Fatal(fb.Code, err)
 	}
-	if _, err := tel.k.Reader().View(ctx, "stale", kernel.ViewOptions{}); err != nil {
+	if _, err := tel.k.Reader().View(ctx, "stale", false); err != nil {
 		t.Fatal(err)
 	}
 	root.End()
@@ -201,10 +202,10 @@ func TestCommitLinksToPercepts(t *testing.T) {
 	tel := newTelemetry(t, func() time.Time { return now })
 	ctx := context.Background()
 	wctx, obs := tel.tp.Tracer("app").Start(ctx, "execute_tool lookup_charge")
-	percept, _ := tel.k.Tool("payment_tool").Write(wctx, kernel.Entry{TraceID: "ok", Slot: blackboard.Percepts, Kind: "charge",
+	percept, _ := tel.k.Handle(blackboard.RoleTool, "payment_tool").Write(wctx, kernel.Entry{TraceID: "ok", Slot: blackboard.Percepts, Kind: "charge",
 		Payload: blackboard.Payload{"charge_id": "ch_1", "conflict": true}, Confidence: new(0.8), TTL: time.Hour})
 	obs.End()
-	planner := tel.k.Planner("planner")
+	planner := tel.k.Proposer(blackboard.RolePlanner, "planner")
 	if d, err := planner.Submit(ctx, kernel.Entry{TraceID: "ok", Slot: blackboard.Beliefs, Kind: "refund_due",
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}}); err != nil || !d.Committed() {
 		t.Fatal(d.Code, err)
@@ -248,7 +249,7 @@ func TestTelemetryOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := k.Tool("t").Write(context.Background(), kernel.Entry{TraceID: "tr", Slot: blackboard.Percepts, Kind: "charge"})
+	id, err := k.Handle(blackboard.RoleTool, "t").Write(context.Background(), kernel.Entry{TraceID: "tr", Slot: blackboard.Percepts, Kind: "charge"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +266,7 @@ func TestInstrumentsFollowTheProvider(t *testing.T) {
 	ctx := context.Background()
 	decide := func(k *kernel.Kernel, n int) {
 		for i := range n {
-			if _, err := k.Planner("p").Submit(ctx, kernel.Entry{TraceID: fmt.Sprint("tr", i), Slot: blackboard.Actions,
+			if _, err := k.Proposer(blackboard.RolePlanner, "p").Submit(ctx, kernel.Entry{TraceID: fmt.Sprint("tr", i), Slot: blackboard.Actions,
 				Kind: kernel.FallbackQueueForReview, Payload: blackboard.Payload{"reason": "x"}}); err != nil {
 				t.Fatal(err)
 			}

@@ -65,22 +65,22 @@ func TestTracingRecordsWritesAndDecisions(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := k.Tool("t").Write(ctx, kernel.Entry{TraceID: "tr", Slot: blackboard.Percepts, Kind: "charge", Payload: blackboard.Payload{"stale": true}}); err != nil {
+	if _, err := k.Handle(blackboard.RoleTool, "t").Write(ctx, kernel.Entry{TraceID: "tr", Slot: blackboard.Percepts, Kind: "charge", Payload: blackboard.Payload{"stale": true}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Planner("p").Submit(ctx, kernel.Entry{TraceID: "tr", Slot: blackboard.Beliefs, Kind: "refund_due",
+	if _, err := k.Proposer(blackboard.RolePlanner, "p").Submit(ctx, kernel.Entry{TraceID: "tr", Slot: blackboard.Beliefs, Kind: "refund_due",
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}}); err != nil {
 		t.Fatal(err)
 	}
-	prop, err := k.Planner("p").Write(ctx, kernel.Entry{TraceID: "tr", Slot: blackboard.Beliefs, Kind: "refund_due",
+	prop, err := k.Proposer(blackboard.RolePlanner, "p").Write(ctx, kernel.Entry{TraceID: "tr", Slot: blackboard.Beliefs, Kind: "refund_due",
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Planner("p").Commit(ctx, "tr", prop); err != nil {
+	if _, err := k.Proposer(blackboard.RolePlanner, "p").Commit(ctx, "tr", prop); err != nil {
 		t.Fatal(err)
 	}
-	_, err = k.Planner("p").Write(ctx, kernel.Entry{TraceID: "tr", Slot: blackboard.Constraints, Kind: "x"})
+	_, err = k.Proposer(blackboard.RolePlanner, "p").Write(ctx, kernel.Entry{TraceID: "tr", Slot: blackboard.Constraints, Kind: "x"})
 	if !errors.Is(err, blackboard.ErrPermission) {
 		t.Fatalf("want a permission error, got %v", err)
 	}
@@ -119,7 +119,7 @@ func TestTracingOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Tool("t").Write(context.Background(), kernel.Entry{TraceID: "tr", Slot: blackboard.Percepts, Kind: "charge"}); err != nil {
+	if _, err := k.Handle(blackboard.RoleTool, "t").Write(context.Background(), kernel.Entry{TraceID: "tr", Slot: blackboard.Percepts, Kind: "charge"}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -138,14 +138,14 @@ func TestTracingGlobalProvider(t *testing.T) {
 	t.Cleanup(func() { otel.SetTracerProvider(prev) })
 
 	entry := kernel.Entry{TraceID: "tr", Slot: blackboard.Percepts, Kind: "charge"}
-	if _, err := k.Tool("t").Write(context.Background(), entry); err != nil {
+	if _, err := k.Handle(blackboard.RoleTool, "t").Write(context.Background(), entry); err != nil {
 		t.Fatal(err)
 	}
 	if len(rec.spans) != 1 || rec.spans[0].name != "kernel.write" {
 		t.Fatalf("after the SDK was installed a write started %d spans", len(rec.spans))
 	}
 	ctx, parent := rec.Tracer("app").Start(context.Background(), "app.request")
-	if _, err := k.Tool("t").Write(ctx, entry); err != nil {
+	if _, err := k.Handle(blackboard.RoleTool, "t").Write(ctx, entry); err != nil {
 		t.Fatal(err)
 	}
 	parent.End()
@@ -168,25 +168,25 @@ func TestRecordsKeepTheirSpan(t *testing.T) {
 	ctx := trace.ContextWithSpanContext(context.Background(),
 		trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled}))
 	const want = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-	pid, err := k.Tool("t").Write(ctx, kernel.Entry{TraceID: "tr", Slot: blackboard.Percepts, Kind: "charge"})
+	pid, err := k.Handle(blackboard.RoleTool, "t").Write(ctx, kernel.Entry{TraceID: "tr", Slot: blackboard.Percepts, Kind: "charge"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p := mustGet(t, k.Reader(), pid); p.Provenance.Span != want {
 		t.Fatalf("percept span %q, want %q", p.Provenance.Span, want)
 	}
-	d, err := k.Planner("p").Submit(ctx, kernel.Entry{TraceID: "tr", Slot: blackboard.Beliefs, Kind: "refund_due",
+	d, err := k.Proposer(blackboard.RolePlanner, "p").Submit(ctx, kernel.Entry{TraceID: "tr", Slot: blackboard.Beliefs, Kind: "refund_due",
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}})
 	if err != nil || !d.Committed() {
 		t.Fatal(d.Code, err)
 	}
 	for _, id := range []string{d.ProposalID, d.CommittedID, d.EvidenceID} {
-		r, err := k.Planner("p").Get(ctx, id)
+		r, err := k.Proposer(blackboard.RolePlanner, "p").Get(ctx, id)
 		if err != nil || r.Provenance.Span != want {
 			t.Errorf("%s span %q (%v), want %q", id, r.Provenance.Span, err, want)
 		}
 	}
-	untraced, err := k.Tool("t").Write(context.Background(), kernel.Entry{TraceID: "tr", Slot: blackboard.Percepts, Kind: "charge"})
+	untraced, err := k.Handle(blackboard.RoleTool, "t").Write(context.Background(), kernel.Entry{TraceID: "tr", Slot: blackboard.Percepts, Kind: "charge"})
 	if err != nil {
 		t.Fatal(err)
 	}

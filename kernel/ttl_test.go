@@ -12,7 +12,7 @@ import (
 func TestTTLExpiry(t *testing.T) {
 	f := newFixture(t)
 	p := f.perceive(tr, "charge", blackboard.Payload{"amount": 1.0}, nil, 5*time.Second)
-	if v, err := f.planner.View(f.ctx, tr, kernel.ViewOptions{}); err != nil || !v.Has(blackboard.Percepts, "charge") {
+	if v, err := f.planner.View(f.ctx, tr, false); err != nil || !v.Has(blackboard.Percepts, "charge") {
 		t.Fatalf("fresh percept not in view: %v", err)
 	}
 	f.clock.Advance(6 * time.Second)
@@ -22,7 +22,7 @@ func TestTTLExpiry(t *testing.T) {
 	if r := f.get(p.ID); r.Status != blackboard.StatusExpired || r.Reason != reason.TTLExpired {
 		t.Errorf("percept in store: %s %s", r.Status, r.Reason)
 	}
-	v, err := f.planner.View(f.ctx, tr, kernel.ViewOptions{})
+	v, err := f.planner.View(f.ctx, tr, false)
 	if err != nil || v.Has(blackboard.Percepts, "charge") || len(v.Pending) != 0 {
 		t.Errorf("view after expiry: %+v %v", v, err)
 	}
@@ -61,7 +61,7 @@ func TestExpireSweeps(t *testing.T) {
 			t.Errorf("%s: %s, want %s", id, r.Status, want)
 		}
 	}
-	v, err := f.tool.View(f.ctx, tr, kernel.ViewOptions{})
+	v, err := f.tool.View(f.ctx, tr, false)
 	if err != nil || v.Has(blackboard.Percepts, "a") || v.Has(blackboard.Percepts, "b") || !v.Has(blackboard.Percepts, "c") {
 		t.Errorf("view kinds %v, err %v", v.Committed[blackboard.Percepts], err)
 	}

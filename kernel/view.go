@@ -13,14 +13,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 )
 
-// ViewOptions tunes [Reader.View].
-type ViewOptions struct {
-	// IncludePersistent adds the committed persistent-scope records of other
-	// traces (learned constraints, for instance). The trace's own records
-	// take precedence over them for the same slot and kind.
-	IncludePersistent bool
-}
-
 // View is what a worker sees of a trace: the latest committed, active
 // payload of each kind in each slot, and the proposals still pending.
 type View struct {
@@ -53,7 +45,7 @@ func (v View) Has(slot blackboard.Slot, kind string) bool {
 // otherwise that trace's records; and, if asked, the persistent records
 // shared with every trace, through the store's indexes. Records whose TTL has run out are left out, as of now; a view
 // never writes to the store. The payloads are copies the caller may keep.
-func (k *Kernel) view(ctx context.Context, traceID string, opts ViewOptions) (v View, err error) {
+func (k *Kernel) view(ctx context.Context, traceID string, persistent bool) (v View, err error) {
 	ctx, sp := k.span(ctx, "kernel.view", traceID, 0)
 	if sp != nil {
 		defer func() {
@@ -66,17 +58,17 @@ func (k *Kernel) view(ctx context.Context, traceID string, opts ViewOptions) (v 
 	}
 	nowMS := k.nowMS()
 	if _, ok := k.store.(store.StateStore); ok {
-		v, ok, err := k.viewFromState(ctx, traceID, opts, nowMS)
+		v, ok, err := k.viewFromState(ctx, traceID, persistent, nowMS)
 		if err != nil || ok {
 			return v, err
 		}
 	}
-	return k.viewFromRecords(ctx, traceID, opts, nowMS)
+	return k.viewFromRecords(ctx, traceID, persistent, nowMS)
 }
 
 // viewFromState is View read from the trace's decision state; ok is false
 // when the state does not hold the view, and the caller reads the trace.
-func (k *Kernel) viewFromState(ctx context.Context, traceID string, opts ViewOptions, nowMS int64) (v View, ok bool, err error) {
+func (k *Kernel) viewFromState(ctx context.Context, traceID string, persistent bool, nowMS int64) (v View, ok bool, err error) {
 	s := snapshots.Get().(*snapshot)
 	s.k, s.ctx, s.traceID, s.nowMS, s.viewing = k, ctx, traceID, nowMS, true
 	defer s.release()
@@ -91,7 +83,7 @@ func (k *Kernel) viewFromState(ctx context.Context, traceID string, opts ViewOpt
 	if !s.st.holdsView(nowMS) {
 		return View{}, false, nil
 	}
-	v, err = k.newView(ctx, traceID, opts, nowMS)
+	v, err = k.newView(ctx, traceID, persistent, nowMS)
 	if err != nil {
 		return View{}, false, err
 	}
@@ -100,7 +92,7 @@ func (k *Kernel) viewFromState(ctx context.Context, traceID string, opts ViewOpt
 }
 
 // viewFromRecords is View read from every record of the trace.
-func (k *Kernel) viewFromRecords(ctx context.Context, traceID string, opts ViewOptions, nowMS int64) (View, error) {
+func (k *Kernel) viewFromRecords(ctx context.Context, traceID string, persistent bool, nowMS int64) (View, error) {
 	recs, err := k.readTrace(ctx, traceID)
 	if err != nil {
 		return View{}, err
@@ -110,7 +102,7 @@ func (k *Kernel) viewFromRecords(ctx context.Context, traceID string, opts ViewO
 			return View{}, err
 		}
 	}
-	v, err := k.newView(ctx, traceID, opts, nowMS)
+	v, err := k.newView(ctx, traceID, persistent, nowMS)
 	if err != nil {
 		return View{}, err
 	}
@@ -127,12 +119,12 @@ func (k *Kernel) viewFromRecords(ctx context.Context, traceID string, opts ViewO
 	return v, nil
 }
 
-// newView starts the view of a trace: with opts.IncludePersistent, the
+// newView starts the view of a trace: with persistent, the
 // persistent records other traces share, which the trace's own then
 // override.
-func (k *Kernel) newView(ctx context.Context, traceID string, opts ViewOptions, nowMS int64) (View, error) {
+func (k *Kernel) newView(ctx context.Context, traceID string, persistent bool, nowMS int64) (View, error) {
 	v := View{TraceID: traceID, Committed: make(map[blackboard.Slot]map[string]blackboard.Payload, 4)}
-	if opts.IncludePersistent {
+	if persistent {
 		for _, slot := range k.sharedSlots() {
 			for r, err := range k.store.ListSlot(ctx, slot, store.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent, Namespace: k.namespace}) {
 				if err != nil {

@@ -18,7 +18,7 @@ func TestViewIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer k.Close()
-	tool, planner := k.Tool("crm"), k.Planner("planner")
+	tool, planner := k.Handle(blackboard.RoleTool, "crm"), k.Proposer(blackboard.RolePlanner, "planner")
 	first, err := tool.Write(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "order", Payload: blackboard.Payload{"n": 1}})
 	if err != nil {
 		t.Fatal(err)
@@ -32,7 +32,7 @@ func TestViewIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := k.Reader().View(ctx, "t", kernel.ViewOptions{})
+	v, err := k.Reader().View(ctx, "t", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestViewIDs(t *testing.T) {
 	if _, err := planner.Write(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Plans, Kind: "plan", Payload: blackboard.Payload{"steps": []any{map[string]any{"action": "noop"}}}}); err != nil {
 		t.Fatal(err)
 	}
-	v, err = k.Reader().View(ctx, "t", kernel.ViewOptions{})
+	v, err = k.Reader().View(ctx, "t", false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,7 +75,7 @@ func TestPaperWalkthroughs(t *testing.T) {
 				ev := f.get(e.belief.EvidenceID)
 				if ev.Slot != blackboard.Evidence || ev.Provenance.Role != blackboard.RoleKernel ||
 					ev.Payload["arbitrated"] != tc.arbitrated || ev.Payload["passed"] != true ||
-					ev.Payload["conflict_threshold"] != kernel.DefaultConflictThreshold {
+					ev.Payload["conflict_threshold"] != 0.7 {
 					t.Errorf("evidence artifact %+v", ev)
 				}
 				if !slices.Contains(f.get(e.belief.CommittedID).EvidenceRefs, ev.ID) || !slices.Contains(ev.Provenance.InputRefs, e.percept.ID) {

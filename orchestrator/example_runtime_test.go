@@ -48,7 +48,7 @@ func ExampleWithRepair() {
 		fmt.Println(err)
 		return
 	}
-	if err := o.Register(compiler{k.Tool("coder")}); err != nil {
+	if err := o.Register(compiler{k.Handle(blackboard.RoleTool, "coder")}); err != nil {
 		fmt.Println(err)
 		return
 	}

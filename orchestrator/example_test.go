@@ -64,7 +64,7 @@ func ExampleOrchestrator_Run() {
 		fmt.Println(err)
 		return
 	}
-	if err := o.Register(watcher{k.Planner("watcher")}, thermometer{k.Tool("thermometer")}); err != nil {
+	if err := o.Register(watcher{k.Proposer(blackboard.RolePlanner, "watcher")}, thermometer{k.Handle(blackboard.RoleTool, "thermometer")}); err != nil {
 		fmt.Println(err)
 		return
 	}

@@ -163,14 +163,14 @@ type Summary struct {
 type Option func(*config)
 
 type config struct {
-	maxRounds int
-	view      kernel.ViewOptions
-	tpSet     bool
-	tp        trace.TracerProvider
-	mpSet     bool
-	mp        metric.MeterProvider
-	newOnly   int // telemetry options applied
-	rt        runtimeConfig
+	maxRounds  int
+	persistent bool // views include shared persistent records
+	tpSet      bool
+	tp         trace.TracerProvider
+	mpSet      bool
+	mp         metric.MeterProvider
+	newOnly    int // telemetry options applied
+	rt         runtimeConfig
 }
 
 // WithTracerProvider sets the OpenTelemetry provider the orchestrator
@@ -193,10 +193,10 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // below 1 is [ErrInvalidOption].
 func WithMaxRounds(n int) Option { return func(c *config) { c.maxRounds = n } }
 
-// WithViewOptions sets how the views given to workers are built, for
-// instance whether they include the persistent records of other traces
-// (learned constraints). Default: the zero [kernel.ViewOptions].
-func WithViewOptions(v kernel.ViewOptions) Option { return func(c *config) { c.view = v } }
+// WithPersistentView has the views given to workers include the
+// persistent records other traces share (learned constraints; see
+// [kernel.Reader.View]). Default: the trace's own records only.
+func WithPersistentView() Option { return func(c *config) { c.persistent = true } }
 
 // with applies options and checks the result; among a run's options
 // (run true) a telemetry option is refused.
@@ -451,7 +451,7 @@ func (o *Orchestrator) Run(ctx context.Context, traceID string, opts ...Option) 
 		if fresh {
 			return nil
 		}
-		v, err := h.View(ctx, traceID, cfg.view)
+		v, err := h.View(ctx, traceID, cfg.persistent)
 		if err != nil {
 			return fmt.Errorf("orchestrator: view of trace %q: %w", traceID, err)
 		}

@@ -79,8 +79,8 @@ func stepIDs(res orchestrator.Summary, round int) []string {
 // once and a planner worker proposing a belief once the percept is in its
 // view.
 func sensorAndAnalyst(k *kernel.Kernel) (*fake, *fake) {
-	tool := k.Tool("sensor")
-	planner := k.Planner("analyst")
+	tool := k.Handle(blackboard.RoleTool, "sensor")
+	planner := k.Proposer(blackboard.RolePlanner, "analyst")
 	sensor := &fake{
 		id: "sensor", h: tool, writes: []blackboard.Slot{blackboard.Percepts},
 		activate: func(v kernel.View) bool { return !v.Has(blackboard.Percepts, "temperature") },
@@ -132,7 +132,7 @@ func TestOrderFollowsReadsAndWrites(t *testing.T) {
 
 func TestOrderTiesAndChains(t *testing.T) {
 	k := newKernel(t)
-	h := k.Planner("p")
+	h := k.Proposer(blackboard.RolePlanner, "p")
 	mk := func(id string, reads, writes []blackboard.Slot) *fake {
 		return &fake{id: id, h: h, reads: reads, writes: writes}
 	}
@@ -184,7 +184,7 @@ func TestOrderTiesAndChains(t *testing.T) {
 func TestQuiescence(t *testing.T) {
 	k := newKernel(t)
 	sensor, analyst := sensorAndAnalyst(k)
-	idle := &fake{id: "idle", h: k.Planner("idle"), activate: func(kernel.View) bool { return false },
+	idle := &fake{id: "idle", h: k.Proposer(blackboard.RolePlanner, "idle"), activate: func(kernel.View) bool { return false },
 		step: func(context.Context, *orchestrator.StepContext) (bool, error) {
 			t.Error("an inactive worker was stepped")
 			return true, nil
@@ -210,7 +210,7 @@ func TestQuiescence(t *testing.T) {
 func TestQuiescenceWhenStepsProduceNothing(t *testing.T) {
 	k := newKernel(t)
 	calls := 0
-	w := &fake{id: "w", h: k.Tool("w"), step: func(context.Context, *orchestrator.StepContext) (bool, error) {
+	w := &fake{id: "w", h: k.Handle(blackboard.RoleTool, "w"), step: func(context.Context, *orchestrator.StepContext) (bool, error) {
 		calls++
 		return false, nil
 	}}
@@ -230,7 +230,7 @@ func TestQuiescenceWhenStepsProduceNothing(t *testing.T) {
 func TestRoundLimit(t *testing.T) {
 	k := newKernel(t)
 	busy := func() *fake {
-		return &fake{id: "busy", h: k.Tool("busy"), step: func(context.Context, *orchestrator.StepContext) (bool, error) {
+		return &fake{id: "busy", h: k.Handle(blackboard.RoleTool, "busy"), step: func(context.Context, *orchestrator.StepContext) (bool, error) {
 			return true, nil
 		}}
 	}
@@ -273,22 +273,22 @@ func TestRoundLimit(t *testing.T) {
 func TestFailingWorkersAreIsolated(t *testing.T) {
 	k := newKernel(t)
 	boom := errors.New("boom")
-	stepPanic := &fake{id: "step-panic", h: k.Tool("a"), step: func(context.Context, *orchestrator.StepContext) (bool, error) {
+	stepPanic := &fake{id: "step-panic", h: k.Handle(blackboard.RoleTool, "a"), step: func(context.Context, *orchestrator.StepContext) (bool, error) {
 		panic("kaput")
 	}}
-	activatePanic := &fake{id: "activate-panic", h: k.Tool("b"), activate: func(kernel.View) bool {
+	activatePanic := &fake{id: "activate-panic", h: k.Handle(blackboard.RoleTool, "b"), activate: func(kernel.View) bool {
 		panic(boom)
 	}}
-	erring := &fake{id: "erring", h: k.Tool("c"), step: func(context.Context, *orchestrator.StepContext) (bool, error) {
+	erring := &fake{id: "erring", h: k.Handle(blackboard.RoleTool, "c"), step: func(context.Context, *orchestrator.StepContext) (bool, error) {
 		return false, boom
 	}}
 	var nilMap map[string]int
-	nilWrite := &fake{id: "nil-map", h: k.Tool("d"), step: func(context.Context, *orchestrator.StepContext) (bool, error) {
+	nilWrite := &fake{id: "nil-map", h: k.Handle(blackboard.RoleTool, "d"), step: func(context.Context, *orchestrator.StepContext) (bool, error) {
 		nilMap["x"] = 1 // a runtime error panic
 		return true, nil
 	}}
 	good := 0
-	healthy := &fake{id: "healthy", h: k.Tool("e"), step: func(context.Context, *orchestrator.StepContext) (bool, error) {
+	healthy := &fake{id: "healthy", h: k.Handle(blackboard.RoleTool, "e"), step: func(context.Context, *orchestrator.StepContext) (bool, error) {
 		good++
 		return good < 3, nil
 	}}
@@ -366,14 +366,14 @@ func TestContextCancelledMidRun(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var ran []string
-	first := &fake{id: "first", h: k.Tool("a"), step: func(_ context.Context, sc *orchestrator.StepContext) (bool, error) {
+	first := &fake{id: "first", h: k.Handle(blackboard.RoleTool, "a"), step: func(_ context.Context, sc *orchestrator.StepContext) (bool, error) {
 		ran = append(ran, "first")
 		if len(ran) >= 3 { // round 2
 			cancel()
 		}
 		return true, nil
 	}}
-	second := &fake{id: "second", h: k.Tool("b"), step: func(context.Context, *orchestrator.StepContext) (bool, error) {
+	second := &fake{id: "second", h: k.Handle(blackboard.RoleTool, "b"), step: func(context.Context, *orchestrator.StepContext) (bool, error) {
 		ran = append(ran, "second")
 		return true, nil
 	}}
@@ -405,10 +405,10 @@ func TestNoGoroutineLeak(t *testing.T) {
 	for i := range 50 {
 		ctx, cancel := context.WithCancel(context.Background())
 		sensor, analyst := sensorAndAnalyst(k)
-		bad := &fake{id: "bad", h: k.Tool("bad"), step: func(context.Context, *orchestrator.StepContext) (bool, error) {
+		bad := &fake{id: "bad", h: k.Handle(blackboard.RoleTool, "bad"), step: func(context.Context, *orchestrator.StepContext) (bool, error) {
 			panic("bad")
 		}}
-		quitter := &fake{id: "quitter", h: k.Tool("q"), step: func(context.Context, *orchestrator.StepContext) (bool, error) {
+		quitter := &fake{id: "quitter", h: k.Handle(blackboard.RoleTool, "q"), step: func(context.Context, *orchestrator.StepContext) (bool, error) {
 			if i%2 == 0 {
 				cancel()
 			}
@@ -440,7 +440,7 @@ func (p *panicky) ID() string { panic("no id") }
 
 func TestRegisterRefusesBadWorkers(t *testing.T) {
 	k := newKernel(t)
-	h := k.Tool("t")
+	h := k.Handle(blackboard.RoleTool, "t")
 	ok := &fake{id: "ok", h: h}
 	cases := []struct {
 		name string
@@ -487,7 +487,7 @@ func TestBadOptionsAndInputs(t *testing.T) {
 			k := newKernel(t)
 			ran := false
 			o := newOrch(t)
-			if err := o.Register(&fake{id: "w", h: k.Tool("w"), step: func(context.Context, *orchestrator.StepContext) (bool, error) {
+			if err := o.Register(&fake{id: "w", h: k.Handle(blackboard.RoleTool, "w"), step: func(context.Context, *orchestrator.StepContext) (bool, error) {
 				ran = true
 				return false, nil
 			}}); err != nil {

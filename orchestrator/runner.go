@@ -382,7 +382,7 @@ func (rt *runner) records(ctx context.Context) ([]blackboard.Record, error) {
 	var h kernel.Handle
 	switch {
 	case rt.rc.k != nil:
-		h = rt.rc.k.Tool(writer)
+		h = rt.rc.k.Handle(blackboard.RoleTool, writer)
 	case len(rt.order) > 0:
 		h = rt.order[0].handle
 	default:

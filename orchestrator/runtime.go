@@ -9,6 +9,7 @@ import (
 
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/failure"
+	"github.com/blackboardkernel/bk/internal/kernelhook"
 	"github.com/blackboardkernel/bk/internal/wait"
 	"github.com/blackboardkernel/bk/kernel"
 )
@@ -244,7 +245,8 @@ func WithWait(sleep func(ctx context.Context, d time.Duration) error, jitter fun
 // clock returns the runtime's clock.
 func (rc runtimeConfig) clock() func() time.Time {
 	if rc.k != nil {
-		return rc.k.Now
+		k := rc.k
+		return func() time.Time { return kernelhook.Now(k) }
 	}
 	return time.Now
 }

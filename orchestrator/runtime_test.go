@@ -65,7 +65,7 @@ type crew struct {
 func newCrew(t *testing.T, fail func(attempt int) error) *crew {
 	k := newKernel(t)
 	c := &crew{k: k, calls: &calls{}}
-	tool := k.Tool("coder")
+	tool := k.Handle(blackboard.RoleTool, "coder")
 	patched := func(v kernel.View) bool { return v.Has(blackboard.Percepts, "patch") }
 	write := func(ctx context.Context, tr, by string) error {
 		_, err := tool.Write(ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: "patch", Payload: blackboard.Payload{"by": by}})
@@ -84,7 +84,7 @@ func newCrew(t *testing.T, fail func(attempt int) error) *crew {
 			}}
 	}
 	helper := func(id string) *fake {
-		return &fake{id: id, h: k.Tool(id), activate: func(kernel.View) bool { return false },
+		return &fake{id: id, h: k.Handle(blackboard.RoleTool, id), activate: func(kernel.View) bool { return false },
 			step: func(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
 				c.calls.add(id, sc)
 				return false, nil
@@ -194,7 +194,7 @@ func TestRepairRoutes(t *testing.T) {
 				if st == nil || st.ReviewID == "" || st.DecisionID != r.DecisionID {
 					t.Fatalf("stop %+v", st)
 				}
-				review, err := c.k.Tool("x").Get(context.Background(), st.ReviewID)
+				review, err := c.k.Handle(blackboard.RoleTool, "x").Get(context.Background(), st.ReviewID)
 				if err != nil || review.Kind != kernel.FallbackQueueForReview || review.Payload["reason"] != string(tc.status) {
 					t.Errorf("review action %+v %v", review, err)
 				}
@@ -268,7 +268,7 @@ func TestRepairUntypedErrors(t *testing.T) {
 	}
 	// A panic too.
 	k := newKernel(t)
-	w := &fake{id: "p", h: k.Tool("p"), step: func(context.Context, *orchestrator.StepContext) (bool, error) { panic("boom") }}
+	w := &fake{id: "p", h: k.Handle(blackboard.RoleTool, "p"), step: func(context.Context, *orchestrator.StepContext) (bool, error) { panic("boom") }}
 	o := newOrch(t, orchestrator.WithRepair(3), orchestrator.WithKernel(k))
 	if err := o.Register(w); err != nil {
 		t.Fatal(err)
@@ -324,7 +324,7 @@ func TestBackoffStopsWhenTheContextIsCancelled(t *testing.T) {
 
 // sink is a worker that writes a new percept every step.
 func sink(k *kernel.Kernel, id string, step func(ctx context.Context, sc *orchestrator.StepContext) error) *fake {
-	tool := k.Tool(id)
+	tool := k.Handle(blackboard.RoleTool, id)
 	n := 0
 	return &fake{id: id, h: tool, writes: []blackboard.Slot{blackboard.Percepts},
 		step: func(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
@@ -408,7 +408,7 @@ func TestLaneBudgetStopsTheRun(t *testing.T) {
 
 func TestNoProgressStopsTheLoop(t *testing.T) {
 	k := newKernel(t)
-	idle := &fake{id: "idle", h: k.Tool("idle"), step: func(context.Context, *orchestrator.StepContext) (bool, error) { return true, nil }}
+	idle := &fake{id: "idle", h: k.Handle(blackboard.RoleTool, "idle"), step: func(context.Context, *orchestrator.StepContext) (bool, error) { return true, nil }}
 	o := newOrch(t, orchestrator.WithLoopGuard(0, 0), orchestrator.WithKernel(k))
 	if err := o.Register(idle); err != nil {
 		t.Fatal(err)
@@ -500,7 +500,7 @@ func TestLeaseTrajectoryInTheStep(t *testing.T) {
 // research writes a percept and reports a finding resting on it; assertion
 // lets a test break the finding.
 func research(k *kernel.Kernel, assertion func(attempt int, evidence string) []orchestrator.Assertion) *fake {
-	tool := k.Tool("researcher")
+	tool := k.Handle(blackboard.RoleTool, "researcher")
 	return &fake{id: "researcher", h: tool, writes: []blackboard.Slot{blackboard.Percepts},
 		activate: func(v kernel.View) bool { return !v.Has(blackboard.Percepts, "spec") },
 		step: func(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
@@ -596,7 +596,7 @@ func TestFindingContract(t *testing.T) {
 func TestFindingReportsAFailure(t *testing.T) {
 	k := newKernel(t)
 	n := 0
-	w := &fake{id: "executor", h: k.Tool("executor"), activate: func(kernel.View) bool { return n == 0 },
+	w := &fake{id: "executor", h: k.Handle(blackboard.RoleTool, "executor"), activate: func(kernel.View) bool { return n == 0 },
 		step: func(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
 			sc.Report(orchestrator.Finding{Failures: []failure.Failure{failure.New(failure.StatusIncompleteFetch, "2 of 5 patients failed")}})
 			n++
@@ -650,7 +650,7 @@ func TestRuntimeNeedsAKernel(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			ran := 0
-			w := &fake{id: "w", h: k.Tool("w"), step: func(context.Context, *orchestrator.StepContext) (bool, error) {
+			w := &fake{id: "w", h: k.Handle(blackboard.RoleTool, "w"), step: func(context.Context, *orchestrator.StepContext) (bool, error) {
 				ran++
 				return false, nil
 			}}
@@ -684,7 +684,7 @@ func TestStepContextIsTheArgument(t *testing.T) {
 	k := newKernel(t)
 	sensor, _ := sensorAndAnalyst(k)
 	var got []*orchestrator.StepContext
-	reader := &fake{id: "reader", h: k.Tool("reader"), reads: []blackboard.Slot{blackboard.Percepts},
+	reader := &fake{id: "reader", h: k.Handle(blackboard.RoleTool, "reader"), reads: []blackboard.Slot{blackboard.Percepts},
 		activate: func(v kernel.View) bool { return len(got) == 0 },
 		step: func(_ context.Context, sc *orchestrator.StepContext) (bool, error) {
 			got = append(got, sc)
@@ -748,7 +748,7 @@ func TestNewStepContext(t *testing.T) {
 // runtime is checked against the zero contract and kept.
 func TestPlainRunKeepsFindings(t *testing.T) {
 	k := newKernel(t)
-	tool := k.Tool("researcher")
+	tool := k.Handle(blackboard.RoleTool, "researcher")
 	w := &fake{id: "researcher", h: tool, activate: func(v kernel.View) bool { return !v.Has(blackboard.Percepts, "spec") },
 		step: func(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
 			rec, err := tool.Write(ctx, kernel.Entry{TraceID: sc.TraceID(), Slot: blackboard.Percepts, Kind: "spec", Payload: blackboard.Payload{"n": 1}})

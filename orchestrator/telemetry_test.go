@@ -43,7 +43,7 @@ func TestRunSpans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := o.Register(sensorOnce{k.Tool("sensor")}); err != nil {
+	if err := o.Register(sensorOnce{k.Handle(blackboard.RoleTool, "sensor")}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := o.Run(context.Background(), "ep-1"); err != nil {

@@ -25,7 +25,7 @@ func benchTrace(b *testing.B, n int) *kernel.Kernel {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { k.Close() })
-	tool, planner := k.Tool("crm"), k.Planner("planner")
+	tool, planner := k.Handle(blackboard.RoleTool, "crm"), k.Proposer(blackboard.RolePlanner, "planner")
 	written := 0
 	for i := range 8 {
 		kind := fmt.Sprintf("fact_%d", i)

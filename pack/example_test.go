@@ -49,11 +49,11 @@ func ExampleCompiler_Compile() {
 		log.Fatal(err)
 	}
 	defer k.Close()
-	if _, err := k.Tool("orders").Write(ctx, kernel.Entry{TraceID: "t1", Slot: blackboard.Percepts, Kind: "order",
+	if _, err := k.Handle(blackboard.RoleTool, "orders").Write(ctx, kernel.Entry{TraceID: "t1", Slot: blackboard.Percepts, Kind: "order",
 		Payload: blackboard.Payload{"order_id": "A-17", "amount": 40}, TTL: time.Hour}); err != nil {
 		log.Fatal(err)
 	}
-	if _, err := k.Planner("planner").Submit(ctx, kernel.Entry{TraceID: "t1", Slot: blackboard.Beliefs, Kind: "refund_eligible",
+	if _, err := k.Proposer(blackboard.RolePlanner, "planner").Submit(ctx, kernel.Entry{TraceID: "t1", Slot: blackboard.Beliefs, Kind: "refund_eligible",
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 		log.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func desk(t testing.TB, clk *clock) *kernel.Kernel {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { k.Close() })
-	tool, planner := k.Tool("orders"), k.Planner("planner")
+	tool, planner := k.Handle(blackboard.RoleTool, "orders"), k.Proposer(blackboard.RolePlanner, "planner")
 	if _, err := tool.Write(ctx, kernel.Entry{TraceID: "t1", Slot: blackboard.Percepts, Kind: "order",
 		Payload: blackboard.Payload{"order_id": "A-17", "amount": 40}, TTL: time.Hour}); err != nil {
 		t.Fatal(err)
@@ -316,7 +316,7 @@ func TestAttackStaleOrConflictedShownAsCurrent(t *testing.T) {
 func TestAttackSupersededShownAsCurrent(t *testing.T) {
 	clk := &clock{t0}
 	k := desk(t, clk)
-	if _, err := k.Tool("orders").Write(context.Background(), kernel.Entry{TraceID: "t1", Slot: blackboard.Percepts, Kind: "order",
+	if _, err := k.Handle(blackboard.RoleTool, "orders").Write(context.Background(), kernel.Entry{TraceID: "t1", Slot: blackboard.Percepts, Kind: "order",
 		Payload: blackboard.Payload{"order_id": "A-17", "amount": 400}}); err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +344,7 @@ func TestMemoryIsPersistentOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Tool("orders").Write(ctx, kernel.Entry{TraceID: "t9", Slot: blackboard.Percepts, Kind: "secret",
+	if _, err := k.Handle(blackboard.RoleTool, "orders").Write(ctx, kernel.Entry{TraceID: "t9", Slot: blackboard.Percepts, Kind: "secret",
 		Payload: blackboard.Payload{"x": "other trace"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -783,7 +783,7 @@ func TestEvidenceCutLeastRecentFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer k.Close()
-	tool, planner := k.Tool("crm"), k.Planner("planner")
+	tool, planner := k.Handle(blackboard.RoleTool, "crm"), k.Proposer(blackboard.RolePlanner, "planner")
 	stamp := map[string]int{}
 	for i := range 12 {
 		clk.t = clk.t.Add(time.Minute)

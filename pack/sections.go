@@ -227,7 +227,7 @@ func controlLines(run Run, ctl runControls) []string {
 // id, each belief and the records it names: its cost does not grow with
 // the trace's length.
 func (c *Compiler) evidence(ctx context.Context, rd kernel.Reader, traceID string, nowMS int64, s *section) error {
-	v, err := rd.View(ctx, traceID, kernel.ViewOptions{})
+	v, err := rd.View(ctx, traceID, false)
 	if err != nil {
 		return err
 	}

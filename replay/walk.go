@@ -245,7 +245,7 @@ func (r *replayer) replay(ctx context.Context, rec blackboard.Record) error {
 			return nil
 		}
 		r.nowMS = p.TimestampMS
-		return r.write(ctx, rec, r.k.Tool(p.Writer).Write)
+		return r.write(ctx, rec, r.k.Handle(blackboard.RoleTool, p.Writer).Write)
 	case rec.Mode == blackboard.ModePropose && (p.Role == blackboard.RolePlanner || p.Role == blackboard.RoleSimulator) && !gateWriter(p.Writer):
 		r.newStep(p.TimestampMS)
 		return r.propose(ctx, rec)
@@ -254,7 +254,7 @@ func (r *replayer) replay(ctx context.Context, rec blackboard.Record) error {
 		return r.write(ctx, rec, r.k.Symbolic(p.Writer).Write)
 	case rec.Slot == blackboard.Evidence && p.Role == blackboard.RoleEvidence:
 		r.nowMS = p.TimestampMS
-		return r.write(ctx, rec, r.k.EvidenceValidator(p.Writer).Write)
+		return r.write(ctx, rec, r.k.Handle(blackboard.RoleEvidence, p.Writer).Write)
 	}
 	return nil
 }
@@ -509,9 +509,9 @@ func (r *replayer) propose(ctx context.Context, rec blackboard.Record) error {
 	var d kernel.Decision
 	var err error
 	if rec.Provenance.Role == blackboard.RoleSimulator {
-		d, err = r.k.Simulator(rec.Provenance.Writer).Submit(ctx, r.entry(ctx, rec))
+		d, err = r.k.Proposer(blackboard.RoleSimulator, rec.Provenance.Writer).Submit(ctx, r.entry(ctx, rec))
 	} else {
-		d, err = r.k.Planner(rec.Provenance.Writer).Submit(ctx, r.entry(ctx, rec))
+		d, err = r.k.Proposer(blackboard.RolePlanner, rec.Provenance.Writer).Submit(ctx, r.entry(ctx, rec))
 	}
 	rep := &item{step: r.step, kind: rec.Kind, stage: stagePropose}
 	switch {
@@ -553,7 +553,7 @@ func (r *replayer) refs(ctx context.Context, of string, refs []string) []string 
 			continue
 		}
 		if rec, err := r.src.Get(ctx, ref); err == nil && rec.Provenance.TraceID == r.trace {
-			if cur, err := r.k.Tool("replay").Find(ctx, r.trace, rec.Slot, rec.Kind); err == nil {
+			if cur, err := r.k.Handle(blackboard.RoleTool, "replay").Find(ctx, r.trace, rec.Slot, rec.Kind); err == nil {
 				out = append(out, cur.ID)
 				continue
 			}

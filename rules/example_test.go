@@ -26,12 +26,12 @@ func Example() {
 	}
 	defer k.Close()
 
-	_, err = k.Tool("payments").Write(ctx, kernel.Entry{TraceID: "ep-1", Slot: blackboard.Percepts, Kind: "charge",
+	_, err = k.Handle(blackboard.RoleTool, "payments").Write(ctx, kernel.Entry{TraceID: "ep-1", Slot: blackboard.Percepts, Kind: "charge",
 		Payload: blackboard.Payload{"amount": 89.00}})
 	if err != nil {
 		log.Fatal(err)
 	}
-	planner := k.Planner("planner")
+	planner := k.Proposer(blackboard.RolePlanner, "planner")
 	d, err := planner.Submit(ctx, kernel.Entry{TraceID: "ep-1", Slot: blackboard.Beliefs, Kind: "refund_due",
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}})
 	if err != nil {

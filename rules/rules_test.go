@@ -72,7 +72,7 @@ func newHarness(t *testing.T, rs *rules.Rules, evalCtx context.Context) *harness
 		t.Fatalf("kernel.New: %v", err)
 	}
 	t.Cleanup(func() { k.Close() })
-	h.k, h.tool, h.planner = k, k.Tool("payments"), k.Planner("planner")
+	h.k, h.tool, h.planner = k, k.Handle(blackboard.RoleTool, "payments"), k.Proposer(blackboard.RolePlanner, "planner")
 	return h
 }
 

@@ -38,14 +38,14 @@ func ExampleNew() {
 	}
 	defer k.Close()
 	ctx := context.Background()
-	h := k.Simulator("simulator")
+	h := k.Proposer(blackboard.RoleSimulator, "simulator")
 	s, err := sim.New(h, rules)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	view := func() kernel.View {
-		v, err := k.Reader().View(ctx, "ep", kernel.ViewOptions{})
+		v, err := k.Reader().View(ctx, "ep", false)
 		if err != nil {
 			panic(err)
 		}
@@ -59,7 +59,7 @@ func ExampleNew() {
 		}
 	}
 
-	if _, err := k.Tool("sensor").Write(ctx, kernel.Entry{TraceID: "ep", Slot: blackboard.Percepts, Kind: "temperature",
+	if _, err := k.Handle(blackboard.RoleTool, "sensor").Write(ctx, kernel.Entry{TraceID: "ep", Slot: blackboard.Percepts, Kind: "temperature",
 		Payload: blackboard.Payload{"value": 81, "unit": "C"}, Confidence: new(0.73)}); err != nil {
 		fmt.Println(err)
 		return
@@ -71,7 +71,7 @@ func ExampleNew() {
 	}
 	report()
 
-	planner := k.Planner("analyst")
+	planner := k.Proposer(blackboard.RolePlanner, "analyst")
 	if _, err := planner.Submit(ctx, kernel.Entry{TraceID: "ep", Slot: blackboard.Beliefs, Kind: "anomaly_detected",
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{"temperature"}}}); err != nil {
 		fmt.Println(err)

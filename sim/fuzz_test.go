@@ -164,5 +164,5 @@ func kernelSimulator(t *testing.T) *kernel.Proposer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { k.Close() })
-	return k.Simulator("sim")
+	return k.Proposer(blackboard.RoleSimulator, "sim")
 }

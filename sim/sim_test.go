@@ -230,11 +230,11 @@ func kernelWithPercept(t *testing.T, p blackboard.Payload, specs ...kernel.Actio
 	}
 	t.Cleanup(func() { _ = k.Close() })
 	ctx := context.Background()
-	if _, err := k.Tool("sensor").Write(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "temperature",
+	if _, err := k.Handle(blackboard.RoleTool, "sensor").Write(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "temperature",
 		Payload: p, Confidence: new(0.9)}); err != nil {
 		t.Fatal(err)
 	}
-	v, err := k.Reader().View(ctx, "t", kernel.ViewOptions{})
+	v, err := k.Reader().View(ctx, "t", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func demoRules() []sim.Rule {
 
 func proposeBelief(t *testing.T, k *kernel.Kernel) {
 	t.Helper()
-	d, err := k.Planner("analyst").Submit(context.Background(), kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs,
+	d, err := k.Proposer(blackboard.RolePlanner, "analyst").Submit(context.Background(), kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs,
 		Kind: "anomaly_detected", Payload: blackboard.Payload{"value": true, "depends_on": []string{"temperature"}}})
 	if err != nil || !d.Committed() {
 		t.Fatalf("belief: %v %v", d.Code, err)
@@ -263,7 +263,7 @@ func proposeBelief(t *testing.T, k *kernel.Kernel) {
 
 func view(t *testing.T, k *kernel.Kernel) kernel.View {
 	t.Helper()
-	v, err := k.Reader().View(context.Background(), "t", kernel.ViewOptions{})
+	v, err := k.Reader().View(context.Background(), "t", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +285,7 @@ func ownPredictions(t *testing.T, h kernel.Handle) []blackboard.Record {
 func TestWorkerCommitsOnlyWithTheRequiredBeliefs(t *testing.T) {
 	ctx := context.Background()
 	k, v := kernelWithPercept(t, blackboard.Payload{"value": 95, "unit": "C"})
-	h := k.Simulator("sim")
+	h := k.Proposer(blackboard.RoleSimulator, "sim")
 	s, err := sim.New(h, demoRules())
 	if err != nil {
 		t.Fatal(err)
@@ -347,7 +347,7 @@ func TestPredictionGate(t *testing.T) {
 	alert := kernel.ActionSpec{Type: "alert", MinBeliefs: []string{"anomaly_detected"}, RequirePrediction: true}
 	propose := func(t *testing.T, k *kernel.Kernel) reason.Code {
 		t.Helper()
-		d, err := k.Planner("actuator").Submit(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "alert",
+		d, err := k.Proposer(blackboard.RolePlanner, "actuator").Submit(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "alert",
 			Payload: blackboard.Payload{"requires_beliefs": []string{"anomaly_detected"}}})
 		if err != nil {
 			t.Fatal(err)
@@ -372,7 +372,7 @@ func TestPredictionGate(t *testing.T) {
 			k, _ := kernelWithPercept(t, blackboard.Payload{"value": tc.value}, alert)
 			proposeBelief(t, k)
 			if tc.simulate {
-				s, err := sim.New(k.Simulator("sim"), demoRules())
+				s, err := sim.New(k.Proposer(blackboard.RoleSimulator, "sim"), demoRules())
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -404,9 +404,9 @@ func TestNewRefusesBadArguments(t *testing.T) {
 		want  error
 	}{
 		{"nil handle", nil, demoRules(), blackboard.ErrInvalidInput},
-		{"empty name", k.Simulator(""), demoRules(), blackboard.ErrInvalidInput},
-		{"bad rule", k.Simulator("s"), []sim.Rule{{ExpectedOutcome: 1}}, sim.ErrInvalidRule},
-		{"generated name clash", k.Simulator("s"), []sim.Rule{{ActionType: "a"}, {Name: "a#0", ActionType: "b"}}, sim.ErrInvalidRule},
+		{"empty name", k.Proposer(blackboard.RoleSimulator, ""), demoRules(), blackboard.ErrInvalidInput},
+		{"bad rule", k.Proposer(blackboard.RoleSimulator, "s"), []sim.Rule{{ExpectedOutcome: 1}}, sim.ErrInvalidRule},
+		{"generated name clash", k.Proposer(blackboard.RoleSimulator, "s"), []sim.Rule{{ActionType: "a"}, {Name: "a#0", ActionType: "b"}}, sim.ErrInvalidRule},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -417,13 +417,13 @@ func TestNewRefusesBadArguments(t *testing.T) {
 		})
 	}
 	// A planner may propose predictions too.
-	s, err := sim.New(k.Planner("world-model"), demoRules())
+	s, err := sim.New(k.Proposer(blackboard.RolePlanner, "world-model"), demoRules())
 	if err != nil || s.ID() != "world-model" {
 		t.Fatalf("planner-backed simulator: %v %v", s, err)
 	}
 	// The simulator keeps its own copy of the rules.
 	rules := demoRules()
-	s, err = sim.New(k.Simulator("s"), rules)
+	s, err = sim.New(k.Proposer(blackboard.RoleSimulator, "s"), rules)
 	if err != nil {
 		t.Fatal(err)
 	}

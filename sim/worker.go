@@ -49,7 +49,7 @@ func New(h *kernel.Proposer, rules []Rule) (orchestrator.Worker, error) {
 	if h == nil {
 		return nil, fmt.Errorf("sim: %w: nil handle", blackboard.ErrInvalidInput)
 	}
-	if !kernel.Allowed(h.Role(), blackboard.Predictions, blackboard.ModePropose) {
+	if r := h.Role(); r != blackboard.RolePlanner && r != blackboard.RoleSimulator { // the roles that propose predictions
 		return nil, fmt.Errorf("sim: %w: role %s may not propose predictions", blackboard.ErrInvalidInput, h.Role())
 	}
 	if err := validateRules(rules); err != nil {

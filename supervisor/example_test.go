@@ -56,7 +56,7 @@ func ExampleSupervisor_Start() {
 	}
 	for _, trace := range []string{"ticket-1", "ticket-2"} {
 		call(ctx, trace, "lookup_order", `{"order_id":"A1"}`)
-		if _, err := g.Kernel().Planner("analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
+		if _, err := g.Kernel().Proposer(blackboard.RolePlanner, "analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
 			Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 			panic(err)
 		}

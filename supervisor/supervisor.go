@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/internal/kernelhook"
 	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -273,7 +274,7 @@ func (s *Supervisor) run(ctx context.Context) {
 	lease := s.g.Lease()
 	// Wait out the lease and the gate's margin past it (a tenth of the
 	// lease, at most 5 s), and a little more for clocks that differ.
-	full := k.Now().Add(lease + min(lease/10, 5*time.Second) + lease/20)
+	full := kernelhook.Now(k).Add(lease + min(lease/10, 5*time.Second) + lease/20)
 	var due time.Time // the next recovery pass: at once
 	recovered := false
 	look := time.NewTicker(s.cfg.interval)
@@ -281,7 +282,7 @@ func (s *Supervisor) run(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		if now := k.Now(); !now.Before(due) && ctx.Err() == nil {
+		if now := kernelhook.Now(k); !now.Before(due) && ctx.Err() == nil {
 			if s.recover(ctx) && !recovered && !now.Before(full) {
 				recovered = true
 				close(s.recovered)
@@ -291,7 +292,7 @@ func (s *Supervisor) run(ctx context.Context) {
 				due = full
 			}
 		}
-		timer.Reset(max(due.Sub(k.Now()), time.Millisecond))
+		timer.Reset(max(due.Sub(kernelhook.Now(k)), time.Millisecond))
 		select {
 		case <-ctx.Done():
 			return

@@ -130,7 +130,7 @@ func ground(t *testing.T, g *toolgate.Gate, trace, order string) {
 	if err != nil || res.Outcome != audit.OutcomeExecuted {
 		t.Fatalf("lookup_order: %+v %v", res, err)
 	}
-	d, err := g.Kernel().Planner("analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
+	d, err := g.Kernel().Proposer(blackboard.RolePlanner, "analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}})
 	if err != nil || !d.Committed() {
 		t.Fatalf("refund_due: %v %v", d.Code, err)

@@ -103,7 +103,7 @@ func (d *payDesk) lookup(_ context.Context, inv toolgate.Invocation) (blackboard
 
 // assess proposes refund_due on the order the trace last observed.
 func (d *payDesk) assess(ctx context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
-	dec, err := d.k.Planner("refund-policy").Submit(ctx, kernel.Entry{TraceID: inv.TraceID, Slot: blackboard.Beliefs, Kind: "refund_due",
+	dec, err := d.k.Proposer(blackboard.RolePlanner, "refund-policy").Submit(ctx, kernel.Entry{TraceID: inv.TraceID, Slot: blackboard.Beliefs, Kind: "refund_due",
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}})
 	if err != nil {
 		return nil, err
@@ -435,7 +435,7 @@ func (d *payDesk) checkPaid(t *testing.T, when string, want []float64) {
 	d.mu.Unlock()
 	var amounts []float64
 	orders := map[string]bool{}
-	reader := d.k.Tool("auditor")
+	reader := d.k.Handle(blackboard.RoleTool, "auditor")
 	for _, p := range paid {
 		amounts = append(amounts, p.amount)
 		act, err := reader.Get(ctx, p.action)

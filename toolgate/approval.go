@@ -15,6 +15,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/canon"
+	"github.com/blackboardkernel/bk/internal/kernelhook"
 	"github.com/blackboardkernel/bk/internal/telemetry"
 	"github.com/blackboardkernel/bk/kernel"
 )
@@ -172,7 +173,7 @@ func (a *Approver) decide(ctx context.Context, ans audit.Approval) (rec blackboa
 			sp.End()
 		}
 		if err == nil && g.metrics != nil && g.metrics.approvals.Enabled(ctx) {
-			g.metrics.approvals.Add(ctx, 1, metric.WithAttributes(attribute.String(telemetry.AttrNamespace, g.k.Namespace()),
+			g.metrics.approvals.Add(ctx, 1, metric.WithAttributes(attribute.String(telemetry.AttrNamespace, kernelhook.Namespace(g.k)),
 				attribute.String("bk.approval.decision", string(decision))))
 		}
 	}()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/kernelhook"
 )
 
 // ErrDecided: an [Approver] was asked to decide an action that a decision
@@ -148,7 +149,7 @@ func (x *executor) settled(ctx context.Context, act blackboard.Record) (string, 
 		return "", nil
 	case a.Decision != audit.Approved:
 		return refuse(a.ID, settledDenied)
-	case !latest.Expired(x.k.Now()):
+	case !latest.Expired(kernelhook.Now(x.k)):
 		return refuse(a.ID, settledApproved)
 	}
 	return a.ID, nil

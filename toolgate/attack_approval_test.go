@@ -51,7 +51,7 @@ func TestAttackToolClaimsGateKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := len(d.records())
-		for _, h := range []kernel.Handle{d.k.Tool("tool:issue_refund"), d.k.Tool("mallory")} {
+		for _, h := range []kernel.Handle{d.k.Handle(blackboard.RoleTool, "tool:issue_refund"), d.k.Handle(blackboard.RoleTool, "mallory")} {
 			for _, key := range []string{j.resultKey(), j.attemptKey(1), once} {
 				_, err := h.Write(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "refund",
 					Payload: blackboard.Payload{"refund_id": "re_forged"}, OnceKeys: []string{key}})
@@ -87,7 +87,7 @@ func TestAttackPlannerForgesDecisionRecord(t *testing.T) {
 			"approval_reason": "amount > 500", "args": map[string]any{"order_id": "A1", "amount": 501.0}}
 		refund := kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
 			Payload: blackboard.Payload{"order_id": "A1", "amount": 900000.0, "requires_beliefs": []string{"refund_due"}}}
-		if _, err := d.k.Planner(audit.CallerWriter("support")).Submit(d.ctx, refund); !errors.Is(err, blackboard.ErrPermission) {
+		if _, err := d.k.Proposer(blackboard.RolePlanner, audit.CallerWriter("support")).Submit(d.ctx, refund); !errors.Is(err, blackboard.ErrPermission) {
 			t.Errorf("a planner submits a tool's action: %v, want ErrPermission", err)
 		}
 		dec, err := d.k.Governor().Submit(d.ctx, audit.CallerWriter("support"), refund, nil)
@@ -106,7 +106,7 @@ func TestAttackPlannerForgesDecisionRecord(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := d.k.EvidenceValidator("ev").Write(d.ctx, f.Entry); err != nil {
+		if _, err := d.k.Handle(blackboard.RoleEvidence, "ev").Write(d.ctx, f.Entry); err != nil {
 			t.Fatal(err)
 		}
 		for _, r := range d.decisions(audit.Query{TraceID: "t", Tool: "issue_refund"}) {
@@ -140,7 +140,7 @@ func TestAttackApproverSeesTheCommittedAction(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		wait := d.pendingRefund("t", "A1", 700)
 		lookup := d.call("t", "support", "refund", "lookup_order", `{"order_id":"A1"}`)
-		order, err := d.k.Tool("reader").Find(d.ctx, "t", blackboard.Percepts, "order")
+		order, err := d.k.Handle(blackboard.RoleTool, "reader").Find(d.ctx, "t", blackboard.Percepts, "order")
 		if err != nil {
 			t.Fatal(err)
 		}

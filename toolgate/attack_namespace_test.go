@@ -131,7 +131,7 @@ func attackPolicyTraceTaken(t *testing.T, s store.Store) {
 	}
 	for _, victim := range []string{"desk", ""} {
 		trace := audit.PolicyTrace(victim)
-		_, err := squatter.Tool("squat").Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "squat", Payload: blackboard.Payload{"x": true}})
+		_, err := squatter.Handle(blackboard.RoleTool, "squat").Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "squat", Payload: blackboard.Payload{"x": true}})
 		if !errors.Is(err, blackboard.ErrPermission) || kernel.CodeOf(err) != reason.PermissionDenied {
 			t.Errorf("namespace %q: a squatter's write into %s: %v, want PERMISSION_DENIED", victim, trace, err)
 		}
@@ -151,7 +151,7 @@ func attackPolicyTraceTaken(t *testing.T, s store.Store) {
 			t.Errorf("namespace %q: call %+v %v, want executed", victim, res, err)
 		}
 		// The victim's own kernel may write there: the trace is its own.
-		if _, err := g.Kernel().Tool("own").Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "own", Payload: blackboard.Payload{"x": true}}); err != nil {
+		if _, err := g.Kernel().Handle(blackboard.RoleTool, "own").Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "own", Payload: blackboard.Payload{"x": true}}); err != nil {
 			t.Errorf("namespace %q: its own write into %s: %v", victim, trace, err)
 		}
 		_ = g.Close()

@@ -62,7 +62,7 @@ func (d *boundDesk) lookup(trace, order string) string {
 // believe commits refund_due on the trace's current order.
 func (d *boundDesk) believe(trace string) {
 	d.t.Helper()
-	dec, err := d.k.Planner("analyst").Submit(context.Background(), kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
+	dec, err := d.k.Proposer(blackboard.RolePlanner, "analyst").Submit(context.Background(), kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}})
 	if err != nil || !dec.Committed() {
 		d.t.Fatalf("refund_due: %v %v", dec.Code, err)
@@ -137,7 +137,7 @@ func TestAttackArgumentsBoundToCommittedGrounding(t *testing.T) {
 	const trace = "ticket-pending"
 	ord10 := d.lookup(trace, "ord_10")
 	d.believe(trace)
-	if _, err := d.k.Planner("analyst").Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
+	if _, err := d.k.Proposer(blackboard.RolePlanner, "analyst").Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 		t.Fatal(err)
 	}

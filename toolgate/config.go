@@ -11,6 +11,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/kernelhook"
 	"github.com/blackboardkernel/bk/internal/rebuild"
 	"github.com/blackboardkernel/bk/internal/telemetry"
 	"github.com/blackboardkernel/bk/kernel"
@@ -32,7 +33,7 @@ type Config struct {
 	// specs, a belief spec for each derived belief the owner gives none
 	// for (resting on the deriving tool's result kind), its own validators
 	// (run controls, request scope) ahead of the owner's, and reservations
-	// ([kernel.Reservation]) of each derived belief to its tool's deriver
+	// ([kernel.Config.Reserved]) of each derived belief to its tool's deriver
 	// and of each tool's action type to the callers whose contracts list
 	// the tool. These reservations replace any of the owner's for the same
 	// kinds: the owner cannot take a tool's kinds back. An action spec for
@@ -239,7 +240,7 @@ func kernelConfig(g *Gate, c Config) (kernel.Config, problems) {
 	// that a Restrict that lands meanwhile makes the kernel decide again,
 	// and at no read of its own.
 	kc.Validators = append([]kernel.Validator{controlsValidator{g}, scopeValidator{g}}, c.Kernel.Validators...)
-	var mine []kernel.Reservation
+	mine := map[blackboard.Slot]map[string][]string{blackboard.Beliefs: {}, blackboard.Actions: {}}
 	for _, e := range g.order {
 		kc.ActionSpecs = append(kc.ActionSpecs, e.actionSpec())
 		for _, d := range e.derives {
@@ -248,7 +249,7 @@ func kernelConfig(g *Gate, c Config) (kernel.Config, problems) {
 			if !owned[d.Belief] {
 				kc.BeliefSpecs = append(kc.BeliefSpecs, kernel.BeliefSpec{Kind: d.Belief, DependsOn: []string{e.resultKind()}})
 			}
-			mine = append(mine, kernel.Reservation{Slot: blackboard.Beliefs, Kind: d.Belief, Writers: []string{audit.DeriverWriter(e.Name)}})
+			mine[blackboard.Beliefs][d.Belief] = []string{audit.DeriverWriter(e.Name)}
 		}
 		var callers []string
 		for _, name := range slices.Sorted(maps.Keys(c.Contracts)) {
@@ -256,16 +257,20 @@ func kernelConfig(g *Gate, c Config) (kernel.Config, problems) {
 				callers = append(callers, audit.CallerWriter(name))
 			}
 		}
-		mine = append(mine, kernel.Reservation{Slot: blackboard.Actions, Kind: e.action(), Writers: callers})
+		mine[blackboard.Actions][e.action()] = callers
 	}
 	// The gate's reservations replace the owner's for the same kinds.
-	kc.Reserved = nil
-	for _, r := range c.Kernel.Reserved {
-		if !slices.ContainsFunc(mine, func(m kernel.Reservation) bool { return m.Slot == r.Slot && m.Kind == r.Kind }) {
-			kc.Reserved = append(kc.Reserved, r)
+	for slot, kinds := range c.Kernel.Reserved {
+		if mine[slot] == nil {
+			mine[slot] = map[string][]string{}
+		}
+		for kind, writers := range kinds {
+			if _, ok := mine[slot][kind]; !ok {
+				mine[slot][kind] = writers
+			}
 		}
 	}
-	kc.Reserved = append(kc.Reserved, mine...)
+	kc.Reserved = mine
 	return kc, errs
 }
 
@@ -354,10 +359,8 @@ func unreachable(g *Gate, c Config, derivedBy map[string]*entry) problems {
 		specs[s.Kind] = s.DependsOn
 	}
 	writers := map[string][]string{} // the owner's reservations of belief kinds
-	for _, r := range c.Kernel.Reserved {
-		if r.Slot == blackboard.Beliefs {
-			writers[r.Kind] = r.Writers
-		}
+	for kind, w := range c.Kernel.Reserved[blackboard.Beliefs] {
+		writers[kind] = w
 	}
 	// restsOn returns the percept kinds the configuration makes belief
 	// kind b rest on, and whether they are known.
@@ -461,7 +464,7 @@ func New(ctx context.Context, cfg Config) (*Gate, error) {
 		return nil, errors.Join(err, k.Close())
 	}
 	if g.mask != nil {
-		g.mask.namespace = k.Namespace() // a keyring's keys are the namespace's own
+		g.mask.namespace = kernelhook.Namespace(k) // a keyring's keys are the namespace's own
 	}
 	pol := g.x.snapshot(cfg).Encode()
 	g.policyJSON, g.policyHash = pol.JSON, pol.Hash
@@ -480,7 +483,7 @@ func New(ctx context.Context, cfg Config) (*Gate, error) {
 // init finishes a compiled gate over its kernel k: the handles and
 // telemetry.
 func (g *Gate) init(k *kernel.Kernel, c Config) error {
-	g.k, g.gov, g.planner, g.reader = k, k.Governor(), governedAs(k, audit.GateWriter), k.Tool(audit.GateWriter)
+	g.k, g.gov, g.planner, g.reader = k, k.Governor(), governedAs(k, audit.GateWriter), k.Handle(blackboard.RoleTool, audit.GateWriter)
 	g.x = &executor{k: k, gov: g.gov, reader: g.reader, planner: g.planner, lease: g.lease, fallback: g.fallback, g: g, log: c.Kernel.Logger}
 	if g.x.log == nil {
 		g.x.log = slog.New(slog.DiscardHandler)

@@ -95,7 +95,7 @@ func TestNewRefusesUnproposableBelief(t *testing.T) {
 
 	noOne := base
 	noOne.Kernel = kernel.Config{BeliefSpecs: refundDueSpec,
-		Reserved: []kernel.Reservation{{Slot: blackboard.Beliefs, Kind: "refund_due"}}}
+		Reserved: map[blackboard.Slot]map[string][]string{blackboard.Beliefs: {"refund_due": nil}}}
 	refused(t, noOne, "issue_refund", "Requires[0]", toolgate.ErrInvalidConfig)
 
 	withSpec := base
@@ -108,7 +108,7 @@ func TestNewRefusesUnproposableBelief(t *testing.T) {
 	accepted(t, derived)
 
 	reserved := base
-	reserved.Kernel = kernel.Config{Reserved: []kernel.Reservation{{Slot: blackboard.Beliefs, Kind: "refund_due", Writers: []string{"governance"}}}}
+	reserved.Kernel = kernel.Config{Reserved: map[blackboard.Slot]map[string][]string{blackboard.Beliefs: {"refund_due": {"governance"}}}}
 	refund.Unbound, refund.Bindings = true, nil // governance code chooses the belief's evidence: no percept kind is known
 	reserved.Tools = []toolgate.Tool{base.Tools[0], refund}
 	accepted(t, reserved)
@@ -214,7 +214,7 @@ func TestAttackOwnerReservationCannotTakeToolKind(t *testing.T) {
 	lookup, refund := configTools()
 	g, err := toolgate.New(ctx, toolgate.Config{
 		Kernel: kernel.Config{BeliefSpecs: refundDueSpec,
-			Reserved: []kernel.Reservation{{Slot: blackboard.Actions, Kind: "issue_refund", Writers: []string{"mallory"}}}},
+			Reserved: map[blackboard.Slot]map[string][]string{blackboard.Actions: {"issue_refund": {"mallory"}}}},
 		Tools:     []toolgate.Tool{lookup, refund},
 		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	})

@@ -289,7 +289,7 @@ func TestAttackForgedControlsRecord(t *testing.T) {
 		if err := d.g.Restrict(d.ctx, "t", Controls{ReadOnly: true}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := d.k.EvidenceValidator("mallory").Write(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Evidence, Kind: audit.KindControls,
+		if _, err := d.k.Handle(blackboard.RoleEvidence, "mallory").Write(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Evidence, Kind: audit.KindControls,
 			Payload: blackboard.Payload{"mode": "normal", "prohibited": []any{}}}); err != nil {
 			t.Fatal(err)
 		}

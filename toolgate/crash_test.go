@@ -24,6 +24,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/kernelhook"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
@@ -350,7 +351,7 @@ func crashChild(t *testing.T, dir string) {
 	for _, res := range results {
 		fmt.Printf("recovered %s: %s %s\n", res.ActionID, res.Outcome, res.Code)
 	}
-	planner, approver := k.Planner("analyst"), g.Approver(crashCheck)
+	planner, approver := k.Proposer(blackboard.RolePlanner, "analyst"), g.Approver(crashCheck)
 	for i, w := range crashWork(effects) {
 		if finished[i] {
 			continue
@@ -469,7 +470,7 @@ func (c *crashChildState) item(ctx context.Context, k *kernel.Kernel, g *toolgat
 	if res.Outcome != audit.OutcomeExecuted && res.Outcome != audit.OutcomeFailed {
 		t.Fatalf("%s: %+v", w.trace, res)
 	}
-	key := k.Namespace() + "/" + actionID
+	key := kernelhook.Namespace(k) + "/" + actionID
 	if w.tool == "issue_refund" {
 		var err error
 		if key, err = k.Governor().OnceKeyOf(ctx, actionID); err != nil {
@@ -607,7 +608,7 @@ func checkCrashRun(t *testing.T, dir string, seed int64, effects int, st *crashS
 		perTrace[a.Provenance.TraceID]++
 		eff, _ := audit.EffectOf(rs[0])
 		key, attempt := eff.Key, eff.Attempt
-		want := k.Namespace() + "/" + a.ID
+		want := kernelhook.Namespace(k) + "/" + a.ID
 		if a.Kind == "issue_refund" {
 			if want, err = k.Governor().OnceKeyOf(ctx, a.ID); err != nil {
 				t.Fatal(err)

@@ -89,7 +89,7 @@ func TestDeriveCommits(t *testing.T) {
 	if dv.Code != reason.Committed || !dv.Value || dv.Belief != "refund_due" || dv.BeliefID == "" || dv.DecisionID == "" {
 		t.Fatalf("derived %+v", dv)
 	}
-	b, err := g.Kernel().Tool("test").Get(ctx, dv.BeliefID)
+	b, err := g.Kernel().Handle(blackboard.RoleTool, "test").Get(ctx, dv.BeliefID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestDeriveCommits(t *testing.T) {
 	if len(b.Provenance.InputRefs) == 0 {
 		t.Fatalf("belief %+v has no proposal", b)
 	}
-	if p, err := g.Kernel().Tool("test").Get(ctx, b.Provenance.InputRefs[0]); err != nil || p.Provenance.Writer != audit.DeriverWriter("lookup_order") {
+	if p, err := g.Kernel().Handle(blackboard.RoleTool, "test").Get(ctx, b.Provenance.InputRefs[0]); err != nil || p.Provenance.Writer != audit.DeriverWriter("lookup_order") {
 		t.Errorf("proposal %+v %v, want one by %s", p, err, audit.DeriverWriter("lookup_order"))
 	}
 	if b.Slot != blackboard.Beliefs || b.Payload["value"] != true ||
@@ -106,7 +106,7 @@ func TestDeriveCommits(t *testing.T) {
 	}
 	// It rests on the very result it was computed from, by id.
 	resultID := ""
-	for r, err := range g.Kernel().Tool("test").Trace(ctx, "t1") {
+	for r, err := range g.Kernel().Handle(blackboard.RoleTool, "test").Trace(ctx, "t1") {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,7 +184,7 @@ func TestDeriveFailsClosed(t *testing.T) {
 			if dv.Code != reason.DerivationFailed || dv.Code == reason.Committed || dv.BeliefID != "" || !strings.Contains(dv.Detail, tc.why) {
 				t.Errorf("derived %+v, want DERIVATION_FAILED saying %q", dv, tc.why)
 			}
-			v, err := g.Kernel().Reader().View(ctx, "t", kernel.ViewOptions{})
+			v, err := g.Kernel().Reader().View(ctx, "t", false)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -87,7 +87,7 @@ func TestEffectOfRefusesForgeries(t *testing.T) {
 		}
 		return r
 	}
-	genuine := write(k.Tool(toolWriter(real.Tool)), kernel.Entry{Slot: blackboard.Percepts, Kind: "refund", Payload: payload(real)})
+	genuine := write(k.Handle(blackboard.RoleTool, toolWriter(real.Tool)), kernel.Entry{Slot: blackboard.Percepts, Kind: "refund", Payload: payload(real)})
 	if got, ok := audit.EffectOf(genuine); !ok || got != real {
 		t.Fatalf("the gate's own layout under its writer id: %+v, %v", got, ok)
 	}
@@ -96,12 +96,12 @@ func TestEffectOfRefusesForgeries(t *testing.T) {
 	noAction := real
 	noAction.ActionID = ""
 	for name, r := range map[string]blackboard.Record{
-		"another tool":      write(k.Tool("scraper"), kernel.Entry{Slot: blackboard.Percepts, Kind: "refund", Payload: payload(real)}),
-		"another tool's id": write(k.Tool(toolWriter("lookup_order")), kernel.Entry{Slot: blackboard.Percepts, Kind: "refund", Payload: payload(real)}),
-		"evidence":          write(k.EvidenceValidator(toolWriter(real.Tool)), kernel.Entry{Slot: blackboard.Evidence, Kind: "refund", Payload: payload(real)}),
-		"unknown status":    write(k.Tool(toolWriter(real.Tool)), kernel.Entry{Slot: blackboard.Percepts, Kind: "refund", Payload: payload(otherStatus)}),
-		"no action":         write(k.Tool(toolWriter(real.Tool)), kernel.Entry{Slot: blackboard.Percepts, Kind: "refund", Payload: payload(noAction)}),
-		"not an object":     write(k.Tool(toolWriter(real.Tool)), kernel.Entry{Slot: blackboard.Percepts, Kind: "refund", Payload: blackboard.Payload{audit.KeyEffect: "succeeded"}}),
+		"another tool":      write(k.Handle(blackboard.RoleTool, "scraper"), kernel.Entry{Slot: blackboard.Percepts, Kind: "refund", Payload: payload(real)}),
+		"another tool's id": write(k.Handle(blackboard.RoleTool, toolWriter("lookup_order")), kernel.Entry{Slot: blackboard.Percepts, Kind: "refund", Payload: payload(real)}),
+		"evidence":          write(k.Handle(blackboard.RoleEvidence, toolWriter(real.Tool)), kernel.Entry{Slot: blackboard.Evidence, Kind: "refund", Payload: payload(real)}),
+		"unknown status":    write(k.Handle(blackboard.RoleTool, toolWriter(real.Tool)), kernel.Entry{Slot: blackboard.Percepts, Kind: "refund", Payload: payload(otherStatus)}),
+		"no action":         write(k.Handle(blackboard.RoleTool, toolWriter(real.Tool)), kernel.Entry{Slot: blackboard.Percepts, Kind: "refund", Payload: payload(noAction)}),
+		"not an object":     write(k.Handle(blackboard.RoleTool, toolWriter(real.Tool)), kernel.Entry{Slot: blackboard.Percepts, Kind: "refund", Payload: blackboard.Payload{audit.KeyEffect: "succeeded"}}),
 	} {
 		if e, ok := audit.EffectOf(r); ok {
 			t.Errorf("%s: %s taken for the gate's effect %+v", name, r.ID, e)

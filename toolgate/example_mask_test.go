@@ -43,7 +43,7 @@ func ExampleConfig_maskKey() {
 		fmt.Println(err)
 		return
 	}
-	act, err := g.Kernel().Tool("reader").Get(ctx, res.ActionID)
+	act, err := g.Kernel().Handle(blackboard.RoleTool, "reader").Get(ctx, res.ActionID)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -28,7 +28,7 @@ func ExampleApprover_Resolve() {
 		return res
 	}
 	call("call_1", "lookup_order", `{"order_id":"A1"}`)
-	if _, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: "ticket-8", Slot: blackboard.Beliefs, Kind: "refund_due",
+	if _, err := k.Proposer(blackboard.RolePlanner, "analyst").Submit(ctx, kernel.Entry{TraceID: "ticket-8", Slot: blackboard.Beliefs, Kind: "refund_due",
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 		panic(err)
 	}

@@ -89,7 +89,7 @@ func Example() {
 	fmt.Println(res.Outcome, res.Output["amount"])
 
 	// The agent's planner concludes that the refund is due, on the order.
-	if _, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: "ticket-7", Slot: blackboard.Beliefs, Kind: "refund_due",
+	if _, err := k.Proposer(blackboard.RolePlanner, "analyst").Submit(ctx, kernel.Entry{TraceID: "ticket-7", Slot: blackboard.Beliefs, Kind: "refund_due",
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 		panic(err)
 	}
@@ -149,7 +149,7 @@ func ExampleGate_Surface() {
 	if _, err := g.Call(ctx, toolgate.Call{Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"A1"}`), Caller: "support", TraceID: "ticket-8"}); err != nil {
 		panic(err)
 	}
-	if _, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: "ticket-8", Slot: blackboard.Beliefs, Kind: "refund_due",
+	if _, err := k.Proposer(blackboard.RolePlanner, "analyst").Submit(ctx, kernel.Entry{TraceID: "ticket-8", Slot: blackboard.Beliefs, Kind: "refund_due",
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 		panic(err)
 	}
@@ -169,7 +169,7 @@ func ExampleEffectOf() {
 	if _, err := g.Call(ctx, toolgate.Call{Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"A1"}`), Caller: "support", TraceID: "ticket-9"}); err != nil {
 		panic(err)
 	}
-	for r, err := range k.Tool("reader").Trace(ctx, "ticket-9") {
+	for r, err := range k.Handle(blackboard.RoleTool, "reader").Trace(ctx, "ticket-9") {
 		if err != nil {
 			panic(err)
 		}

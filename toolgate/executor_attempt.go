@@ -14,6 +14,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/failure"
+	"github.com/blackboardkernel/bk/internal/kernelhook"
 	pause "github.com/blackboardkernel/bk/internal/wait"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/mask"
@@ -73,7 +74,7 @@ func (x *executor) leaseOver(att blackboard.Record) bool {
 	if leaseDeadlineKept() {
 		until = until.Add(leaseMargin(x.lease))
 	}
-	return x.k.Now().After(until)
+	return kernelhook.Now(x.k).After(until)
 }
 
 // effectTime is how long the effect of the attempt just recorded may run:
@@ -84,7 +85,7 @@ func (x *executor) effectTime(att blackboard.Record) time.Duration {
 	if !ok {
 		return 0
 	}
-	return until.Sub(x.k.Now()) - leaseMargin(x.lease)
+	return until.Sub(kernelhook.Now(x.k)) - leaseMargin(x.lease)
 }
 
 // run drives the job to a result: it starts attempts (persisting each
@@ -230,7 +231,7 @@ func (x *executor) run(ctx context.Context, j *job) (Result, error) {
 // drivers start the same attempt and no approval is used twice.
 func (x *executor) startAttempt(ctx context.Context, j *job, n int, prev blackboard.Record, prevErr error) (blackboard.Record, error) {
 	eff := j.effect(audit.StatusAttempted, n, "")
-	eff.LeaseUntilMS = x.k.Now().Add(x.lease).UnixMilli()
+	eff.LeaseUntilMS = kernelhook.Now(x.k).Add(x.lease).UnixMilli()
 	refs := make([]string, 1, 3)
 	refs[0] = j.act.ID
 	keys := []string{j.attemptKey(n)}

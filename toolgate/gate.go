@@ -133,7 +133,7 @@ func (g *Gate) Surface(ctx context.Context, caller, traceID, intent string) ([]S
 			return nil, fmt.Errorf("%w: unknown intent %q", ErrInvalidCall, intent)
 		}
 	}
-	v, err := g.k.Reader().View(ctx, traceID, kernel.ViewOptions{})
+	v, err := g.k.Reader().View(ctx, traceID, false)
 	if err != nil {
 		return nil, err
 	}

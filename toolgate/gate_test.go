@@ -11,6 +11,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/kernelhook"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store/memstore"
@@ -76,7 +77,7 @@ func TestRoleContract(t *testing.T) {
 		// Past the gate, a planner as the researcher's writer cannot
 		// propose the refund either: the gate reserves a tool's action
 		// type to the callers whose contracts list it.
-		dec, err := d.k.Planner(audit.CallerWriter("researcher")).Submit(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
+		dec, err := d.k.Proposer(blackboard.RolePlanner, audit.CallerWriter("researcher")).Submit(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
 			Payload: blackboard.Payload{"order_id": "A1", "amount": 10.0, "requires_beliefs": []string{"refund_due"}}})
 		if !errors.Is(err, blackboard.ErrPermission) || dec.Committed() {
 			t.Errorf("the kernel alone: %v %v, want PERMISSION_DENIED (the action type is the gate's)", dec.Code, err)
@@ -419,24 +420,36 @@ func TestToolsRegisteredOnce(t *testing.T) {
 	})
 	tools[1].Once = &kernel.OnceKey{Fields: []string{"order_id"}, Limit: 2}
 	s := memstore.New()
-	g, err := New(context.Background(), Config{Kernel: kernel.Config{Store: s, Namespace: "desk",
-		BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}}}, Tools: tools})
+	cfg := Config{Kernel: kernel.Config{Store: s, Namespace: "desk",
+		BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}}}, Tools: tools}
+	g, err := New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The kernel configuration the gate builds its kernel from.
+	_, kc, err := cfg.compile(true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tools[1].Once.Fields[0] = "changed" // the gate keeps its own copy
-	k := g.Kernel()
-	if k.Namespace() != "desk" {
-		t.Errorf("namespace %q: the kernel configuration was not applied", k.Namespace())
+	if ns := kernelhook.Namespace(g.Kernel()); ns != "desk" {
+		t.Errorf("namespace %q: the kernel configuration was not applied", ns)
 	}
-	if s, ok := k.Spec("lookup_order"); !ok || !s.SafeFallback || !s.Repeatable || len(s.MinBeliefs) != 0 || s.Once != nil {
+	spec := func(typ string) (kernel.ActionSpec, bool) {
+		i := slices.IndexFunc(kc.ActionSpecs, func(s kernel.ActionSpec) bool { return s.Type == typ })
+		if i < 0 {
+			return kernel.ActionSpec{}, false
+		}
+		return kc.ActionSpecs[i], true
+	}
+	if s, ok := spec("lookup_order"); !ok || !s.SafeFallback || !s.Repeatable || len(s.MinBeliefs) != 0 || s.Once != nil {
 		t.Errorf("read-only spec %+v, %v", s, ok)
 	}
-	if s, ok := k.Spec("issue_refund"); !ok || s.SafeFallback || s.Repeatable || !slices.Equal(s.MinBeliefs, []string{"refund_due"}) ||
+	if s, ok := spec("issue_refund"); !ok || s.SafeFallback || s.Repeatable || !slices.Equal(s.MinBeliefs, []string{"refund_due"}) ||
 		s.Once == nil || !slices.Equal(s.Once.Fields, []string{"order_id"}) || s.Once.Limit != 2 {
 		t.Errorf("grounded spec %+v, %v", s, ok)
 	}
-	if s, ok := k.Spec("search_kb"); !ok || !s.SafeFallback {
+	if s, ok := spec("search_kb"); !ok || !s.SafeFallback {
 		t.Errorf("search spec %+v, %v", s, ok)
 	}
 	if err := g.Close(); err != nil {
@@ -452,7 +465,7 @@ func TestToolsRegisteredOnce(t *testing.T) {
 	if err := g.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.Kernel().Reader().View(context.Background(), "t", kernel.ViewOptions{}); !errors.Is(err, blackboard.ErrClosed) {
+	if _, err := g.Kernel().Reader().View(context.Background(), "t", false); !errors.Is(err, blackboard.ErrClosed) {
 		t.Errorf("the store the kernel created is open after Close: %v", err)
 	}
 }

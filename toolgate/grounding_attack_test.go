@@ -227,7 +227,7 @@ func TestAttackPlannerOverridesDerivedBelief(t *testing.T) {
 	source := b.Payload["depends_on"].([]any)[0].(string)
 	for _, name := range []string{"mallory", audit.DeriverWriter("lookup_order"), audit.CallerWriter("support")} {
 		for _, dep := range []string{source, "order"} {
-			_, err := g.Kernel().Planner(name).Submit(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs, Kind: "refund_due",
+			_, err := g.Kernel().Proposer(blackboard.RolePlanner, name).Submit(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs, Kind: "refund_due",
 				Payload: blackboard.Payload{"value": true, "depends_on": []string{dep}, "order_id": "A2", "max_refund": 80.0}})
 			if !errors.Is(err, blackboard.ErrPermission) || kernel.CodeOf(err) != reason.PermissionDenied {
 				t.Errorf("planner %s proposes refund_due on %s: %v, want PERMISSION_DENIED", name, dep, err)
@@ -251,7 +251,7 @@ func TestAttackPlannerHoldsOnceKey(t *testing.T) {
 	g, refunds := raceDesk(t, memstore.New(), newShop())
 	callGate(t, g, "t", "lookup_order", `{"order_id":"A1"}`)
 	for _, name := range []string{"mallory", audit.CallerWriter("support"), audit.GateWriter} {
-		d, err := g.Kernel().Planner(name).Submit(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
+		d, err := g.Kernel().Proposer(blackboard.RolePlanner, name).Submit(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
 			Payload: blackboard.Payload{"order_id": "A1", "amount": 1.0, "requires_beliefs": []string{"refund_due"}}})
 		if !errors.Is(err, blackboard.ErrPermission) || kernel.CodeOf(err) != reason.PermissionDenied || d.Code == reason.Committed {
 			t.Errorf("planner %s submits issue_refund: %v %v, want PERMISSION_DENIED", name, d.Code, err)

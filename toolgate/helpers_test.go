@@ -148,7 +148,7 @@ func newDesk(t testing.TB, s store.Store, mods ...func(*setup)) *desk {
 	cfg.Tools, cfg.Contracts, cfg.Intents = su.tools, su.contracts, su.intents
 	d.g = d.gate(cfg)
 	d.k = d.g.Kernel()
-	d.analyst = d.k.Planner("analyst")
+	d.analyst = d.k.Proposer(blackboard.RolePlanner, "analyst")
 	d.checkAtEnd()
 	return d
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/failure"
+	"github.com/blackboardkernel/bk/internal/kernelhook"
 	"github.com/blackboardkernel/bk/reason"
 )
 
@@ -41,7 +42,7 @@ type job struct {
 // kernel's and the store's answers, a decoded decision record) and does not
 // use cc after.
 func (x *executor) newJob(ctx context.Context, e *entry, act blackboard.Record, cc blackboard.Payload) (*job, error) {
-	key := x.k.Namespace() + "/" + act.ID
+	key := kernelhook.Namespace(x.k) + "/" + act.ID
 	if e.once {
 		switch ok, err := x.gov.OnceKeyOf(ctx, act.ID); {
 		case err == nil:

@@ -7,6 +7,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/kernelhook"
 	"github.com/blackboardkernel/bk/reason"
 )
 
@@ -116,7 +117,7 @@ func (x *executor) recoverOne(ctx context.Context, actionID string) (res Result,
 	if n > 0 && !x.leaseOver(att) {
 		return Result{}, false, nil
 	}
-	if n == 0 && x.k.Now().UnixMilli() <= act.Provenance.TimestampMS+x.lease.Milliseconds() {
+	if n == 0 && kernelhook.Now(x.k).UnixMilli() <= act.Provenance.TimestampMS+x.lease.Milliseconds() {
 		return Result{}, false, nil
 	}
 	res, err = x.executeAction(ctx, e, act, gd, nil, nil)

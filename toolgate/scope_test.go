@@ -83,7 +83,7 @@ func (d *scopeDesk) lookUp(t *testing.T, trace, order string) {
 	if r := d.call(t, trace, "lookup_order", `{"order_id":"`+order+`"}`, ""); r.Outcome != audit.OutcomeExecuted {
 		t.Fatalf("lookup %s: %+v", order, r)
 	}
-	if _, err := d.g.Kernel().Planner("analyst").Submit(t.Context(), kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
+	if _, err := d.g.Kernel().Proposer(blackboard.RolePlanner, "analyst").Submit(t.Context(), kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 		t.Fatal(err)
 	}

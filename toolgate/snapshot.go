@@ -11,6 +11,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/kernelhook"
 	"github.com/blackboardkernel/bk/internal/snapshot"
 	"github.com/blackboardkernel/bk/rules"
 )
@@ -96,7 +97,7 @@ func (x *executor) recordPolicy(ctx context.Context) (string, error) {
 	} else if !errors.Is(err, blackboard.ErrNotFound) {
 		return "", err
 	}
-	f, err := g.Policy().Follow(x.k.Namespace())
+	f, err := g.Policy().Follow(kernelhook.Namespace(x.k))
 	if err != nil {
 		return "", err
 	}

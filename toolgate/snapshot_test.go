@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blackboardkernel/bk/internal/kernelhook"
 	"github.com/blackboardkernel/bk/internal/snapshot"
 	"github.com/blackboardkernel/bk/internal/telemetry"
 	"github.com/blackboardkernel/bk/reason"
@@ -68,7 +69,7 @@ func TestPolicySnapshot(t *testing.T) {
 			t.Errorf("hash %q, decoded snapshot's %q", h, p.Encode().Hash)
 		}
 		recs := d.policyRecords()
-		if len(recs) != 1 || recs[0].Provenance.TraceID != audit.PolicyTrace(d.g.Kernel().Namespace()) || recs[0].Provenance.Role != blackboard.RoleKernel || recs[0].Payload["hash"] != h {
+		if len(recs) != 1 || recs[0].Provenance.TraceID != audit.PolicyTrace(kernelhook.Namespace(d.g.Kernel())) || recs[0].Provenance.Role != blackboard.RoleKernel || recs[0].Payload["hash"] != h {
 			t.Fatalf("policy records: %+v", recs)
 		}
 		if d.g.policyID != recs[0].ID {
@@ -183,7 +184,7 @@ func TestAttackForgedContextReference(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		other := d.compiledContext("other")
 		lookup := d.call("t", "support", "", "lookup_order", `{"order_id":"A1"}`)
-		forged, err := d.k.EvidenceValidator("mallory").Write(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Evidence,
+		forged, err := d.k.Handle(blackboard.RoleEvidence, "mallory").Write(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Evidence,
 			Kind: audit.KindCompiledContext, Payload: blackboard.Payload{"hash": "sha256:00"}})
 		if err != nil {
 			t.Fatal(err) // an evidence handle may write evidence of any kind, with its own role

@@ -114,7 +114,7 @@ func newSessionDesk(tb testing.TB, s store.Store) *sessionDesk {
 	if err != nil {
 		tb.Fatalf("toolgate.New: %v", err)
 	}
-	return &sessionDesk{Gate: g, analyst: g.Kernel().Planner("analyst")}
+	return &sessionDesk{Gate: g, analyst: g.Kernel().Proposer(blackboard.RolePlanner, "analyst")}
 }
 
 // ReadOnly makes the read-only call lookup_order on order in trace and

@@ -11,6 +11,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/budget"
+	"github.com/blackboardkernel/bk/internal/kernelhook"
 	"github.com/blackboardkernel/bk/internal/telemetry"
 	"github.com/blackboardkernel/bk/reason"
 )
@@ -69,7 +70,7 @@ func (x *executor) initTelemetry(tpSet bool, tp trace.TracerProvider, mpSet bool
 		if err != nil {
 			return err
 		}
-		set := metric.WithAttributes(attribute.String(telemetry.AttrNamespace, x.k.Namespace()))
+		set := metric.WithAttributes(attribute.String(telemetry.AttrNamespace, kernelhook.Namespace(x.k)))
 		o.ObserveInt64(pending, int64(n), set)
 		o.ObserveFloat64(oldest, age.Seconds(), set)
 		return nil
@@ -104,7 +105,7 @@ func (x *executor) pendingNow(ctx context.Context) (int, time.Duration, error) {
 	if n == 0 {
 		return 0, 0, nil
 	}
-	return n, x.k.Now().Sub(time.UnixMilli(oldest)), nil
+	return n, kernelhook.Now(x.k).Sub(time.UnixMilli(oldest)), nil
 }
 
 // callSpanOptions are the options of a call's span, built once: with
@@ -127,7 +128,7 @@ func (x *executor) startCall(ctx context.Context, c Call) (context.Context, trac
 	}
 	attrs := []attribute.KeyValue{
 		attribute.String(telemetry.AttrGenAIToolName, toolLabel(c.Tool)), attribute.String(telemetry.AttrGenAIToolType, "function"),
-		attribute.String(telemetry.AttrNamespace, x.k.Namespace()), attribute.String(telemetry.AttrTraceID, clip(c.TraceID)),
+		attribute.String(telemetry.AttrNamespace, kernelhook.Namespace(x.k)), attribute.String(telemetry.AttrTraceID, clip(c.TraceID)),
 		attribute.String(telemetry.AttrCallCaller, clip(c.Caller)), attribute.String(telemetry.AttrGenAIOperation, "execute_tool"),
 	}
 	if c.ID != "" {
@@ -163,7 +164,7 @@ func (x *executor) ended(ctx context.Context, sp trace.Span, tool string, res Re
 		sp.End()
 	}
 	if g.metrics != nil && err == nil && g.metrics.calls.Enabled(ctx) {
-		g.metrics.calls.Add(ctx, 1, metric.WithAttributes(attribute.String(telemetry.AttrNamespace, x.k.Namespace()),
+		g.metrics.calls.Add(ctx, 1, metric.WithAttributes(attribute.String(telemetry.AttrNamespace, kernelhook.Namespace(x.k)),
 			attribute.String(telemetry.AttrGenAIToolName, tool), attribute.String(telemetry.AttrOutcome, string(res.Outcome)),
 			attribute.String(telemetry.AttrCode, string(res.Code))))
 	}
@@ -173,7 +174,7 @@ func (x *executor) ended(ctx context.Context, sp trace.Span, tool string, res Re
 func (x *executor) attemptStarted(ctx context.Context, j *job) {
 	g := x.g
 	if g.metrics != nil && g.metrics.attempts.Enabled(ctx) {
-		g.metrics.attempts.Add(ctx, 1, metric.WithAttributes(attribute.String(telemetry.AttrNamespace, x.k.Namespace()),
+		g.metrics.attempts.Add(ctx, 1, metric.WithAttributes(attribute.String(telemetry.AttrNamespace, kernelhook.Namespace(x.k)),
 			attribute.String(telemetry.AttrGenAIToolName, j.e.Name)))
 	}
 }
@@ -196,7 +197,7 @@ func endAttempt(sp trace.Span, j *job, n int, effErr error) {
 func (x *executor) effectRecorded(ctx context.Context, j *job, status string, code reason.Code) {
 	g := x.g
 	if g.metrics != nil && g.metrics.outcomes.Enabled(ctx) {
-		g.metrics.outcomes.Add(ctx, 1, metric.WithAttributes(attribute.String(telemetry.AttrNamespace, x.k.Namespace()),
+		g.metrics.outcomes.Add(ctx, 1, metric.WithAttributes(attribute.String(telemetry.AttrNamespace, kernelhook.Namespace(x.k)),
 			attribute.String(telemetry.AttrGenAIToolName, j.e.Name), attribute.String(telemetry.AttrOutcome, status),
 			attribute.String(telemetry.AttrCode, string(code))))
 	}
@@ -219,7 +220,7 @@ func (x *executor) budgetChecked(ctx context.Context, tool string, snap budget.S
 		sp.SetAttributes(attrs...)
 	}
 	if g.metrics != nil && g.metrics.pressure.Enabled(ctx) {
-		g.metrics.pressure.Record(ctx, snap.Budget, metric.WithAttributes(attribute.String(telemetry.AttrNamespace, x.k.Namespace()),
+		g.metrics.pressure.Record(ctx, snap.Budget, metric.WithAttributes(attribute.String(telemetry.AttrNamespace, kernelhook.Namespace(x.k)),
 			attribute.String(telemetry.AttrGenAIToolName, tool)))
 	}
 }

@@ -75,7 +75,7 @@ func TestToolCallSpans(t *testing.T) {
 		return res
 	}
 	call(ctx, "call_1", "lookup_order", `{"order_id":"A1"}`)
-	if _, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: "ticket-9", Slot: blackboard.Beliefs, Kind: "refund_due",
+	if _, err := k.Proposer(blackboard.RolePlanner, "analyst").Submit(ctx, kernel.Entry{TraceID: "ticket-9", Slot: blackboard.Beliefs, Kind: "refund_due",
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestToolCallSpans(t *testing.T) {
 	fctx, framework := tp.Tracer("framework").Start(ctx, "execute_tool lookup_order")
 	call(fctx, "call_3", "lookup_order", `{"order_id":"A1"}`)
 	framework.End()
-	if _, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: "ticket-9", Slot: blackboard.Beliefs, Kind: "refund_due",
+	if _, err := k.Proposer(blackboard.RolePlanner, "analyst").Submit(ctx, kernel.Entry{TraceID: "ticket-9", Slot: blackboard.Beliefs, Kind: "refund_due",
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -19,10 +19,10 @@ func refundKernel(t testing.TB, vs ...kernel.Validator) *kernel.Proposer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Tool("stripe").Write(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "charge", Payload: blackboard.Payload{"amount": 10}}); err != nil {
+	if _, err := k.Handle(blackboard.RoleTool, "stripe").Write(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "charge", Payload: blackboard.Payload{"amount": 10}}); err != nil {
 		t.Fatal(err)
 	}
-	p := k.Planner("agent")
+	p := k.Proposer(blackboard.RolePlanner, "agent")
 	d, err := p.Submit(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs, Kind: "refund_due", Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}})
 	if err != nil || !d.Committed() {
 		t.Fatalf("belief: %v %v", d.Code, err)
@@ -77,10 +77,10 @@ func TestForScopesToSlotAndKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := k.Tool("s").Write(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "charge"}); err != nil {
+	if _, err := k.Handle(blackboard.RoleTool, "s").Write(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "charge"}); err != nil {
 		t.Fatal(err)
 	}
-	d, err := k.Planner("p").Submit(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs, Kind: "refund_due", Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}})
+	d, err := k.Proposer(blackboard.RolePlanner, "p").Submit(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs, Kind: "refund_due", Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}})
 	if err != nil || d.Code != reason.MissingField {
 		t.Errorf("empty kind should match every belief: %v %v", d.Code, err)
 	}
@@ -100,11 +100,11 @@ func ExampleMax() {
 		fmt.Println("error:", err)
 		return
 	}
-	if _, err := k.Tool("stripe").Write(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "charge"}); err != nil {
+	if _, err := k.Handle(blackboard.RoleTool, "stripe").Write(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "charge"}); err != nil {
 		fmt.Println("error:", err)
 		return
 	}
-	planner := k.Planner("agent")
+	planner := k.Proposer(blackboard.RolePlanner, "agent")
 	if _, err := planner.Submit(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs, Kind: "refund_due",
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}}); err != nil {
 		fmt.Println("error:", err)

@@ -20,9 +20,9 @@ func TestOwnAndLastOwn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer k.Close()
-	tool := k.Tool("x")
-	other := k.Tool("y")
-	planner := k.Planner("x") // same name, another role
+	tool := k.Handle(blackboard.RoleTool, "x")
+	other := k.Handle(blackboard.RoleTool, "y")
+	planner := k.Proposer(blackboard.RolePlanner, "x") // same name, another role
 	write := func(h kernel.Handle, trace, kind string, v float64) {
 		t.Helper()
 		if _, err := h.Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: kind, Payload: blackboard.Payload{"v": v}}); err != nil {

@@ -72,7 +72,7 @@ func TestNewInvalid(t *testing.T) {
 // is due.
 func submitRefundDue(t *testing.T, env *adaptertest.Env) {
 	t.Helper()
-	if _, err := env.Gate.Kernel().Planner("analyst").Submit(t.Context(), kernel.Entry{TraceID: env.TraceID, Slot: blackboard.Beliefs,
+	if _, err := env.Gate.Kernel().Proposer(blackboard.RolePlanner, "analyst").Submit(t.Context(), kernel.Entry{TraceID: env.TraceID, Slot: blackboard.Beliefs,
 		Kind: "refund_due", Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ func ready(t *testing.T, env *adaptertest.Env, r *runner) {
 	if rep, err := r.CallTool(t.Context(), adaptertest.Lookup, json.RawMessage(`{"order_id":"A1"}`), "l1"); err != nil || rep.IsError {
 		t.Fatal(rep, err)
 	}
-	if _, err := env.Gate.Kernel().Planner("analyst").Submit(t.Context(), kernel.Entry{TraceID: env.TraceID, Slot: blackboard.Beliefs,
+	if _, err := env.Gate.Kernel().Proposer(blackboard.RolePlanner, "analyst").Submit(t.Context(), kernel.Entry{TraceID: env.TraceID, Slot: blackboard.Beliefs,
 		Kind: "refund_due", Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 		t.Fatal(err)
 	}

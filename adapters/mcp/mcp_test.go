@@ -127,7 +127,7 @@ func TestConformanceOlderProtocol(t *testing.T) {
 
 func submitDue(t *testing.T, env *adaptertest.Env) {
 	t.Helper()
-	if _, err := env.Gate.Kernel().Planner("analyst").Submit(t.Context(), kernel.Entry{TraceID: env.TraceID, Slot: blackboard.Beliefs,
+	if _, err := env.Gate.Kernel().Proposer(blackboard.RolePlanner, "analyst").Submit(t.Context(), kernel.Entry{TraceID: env.TraceID, Slot: blackboard.Beliefs,
 		Kind: "refund_due", Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/kernelhook"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/reason"
 )
@@ -244,7 +245,7 @@ func recommitDecided(ctx context.Context, x *adversary) error {
 // the planner refunds the duplicate and cites the other application's
 // constraint.
 func sharedStoreTenant(ctx context.Context, x *adversary) error {
-	other, err := kernel.New(kernel.Config{Store: x.store, Namespace: x.k.Namespace() + "_tenant"})
+	other, err := kernel.New(kernel.Config{Store: x.store, Namespace: kernelhook.Namespace(x.k) + "_tenant"})
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/bench/perturb"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/memstore"
 )
@@ -84,7 +85,7 @@ func BenchmarkKernelFloor(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			planner := k.Planner(a.plannerName)
+			planner := k.Proposer(blackboard.RolePlanner, a.plannerName)
 			if _, _, err := a.play(ctx, k, planner, ep, world{}, st); err != nil {
 				b.Fatal(err)
 			}

@@ -129,7 +129,7 @@ func (a *kernelAgent) Run(ctx context.Context, ep Episode) (Report, error) {
 		}
 		defer k.Close()
 	}
-	planner := k.Planner(a.plannerName)
+	planner := k.Proposer(blackboard.RolePlanner, a.plannerName)
 	e, report, err := a.play(ctx, k, planner, ep, w, store)
 	if err != nil {
 		return Report{}, fmt.Errorf("%s %s seed %d: %w", a.name, ep.Task.ID, ep.Seed, err)
@@ -142,7 +142,7 @@ func (a *kernelAgent) Run(ctx context.Context, ep Episode) (Report, error) {
 	if ep.Store == nil {
 		// Outside the harness, which otherwise fills the view in from the
 		// store it reads anyway.
-		v, err := planner.View(ctx, ep.TraceID, kernel.ViewOptions{})
+		v, err := planner.View(ctx, ep.TraceID, false)
 		if err != nil {
 			return Report{}, err
 		}
@@ -308,7 +308,7 @@ func (a *kernelAgent) setup(ctx context.Context, k *kernel.Kernel, t *Task, trac
 		conf = new(0.3)
 	}
 	observed := kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: kindCharge, Payload: e.chargePayload(w.faults), Confidence: conf}
-	tool := k.Tool(paymentTool)
+	tool := k.Handle(blackboard.RoleTool, paymentTool)
 	var err error
 	if w.late {
 		clean := kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: kindCharge, Payload: e.chargePayload(perturb.Flags{})}
@@ -335,11 +335,11 @@ func (a *kernelAgent) setup(ctx context.Context, k *kernel.Kernel, t *Task, trac
 		case ledgerConflicted:
 			refund["conflict"], refund["is_duplicate"] = true, false
 		}
-		e.refundSeen, err = k.Tool("refund_tool").Write(ctx, kernel.Entry{
+		e.refundSeen, err = k.Handle(blackboard.RoleTool, "refund_tool").Write(ctx, kernel.Entry{
 			TraceID: trace, Slot: blackboard.Percepts, Kind: kindRefundSeen, Payload: refund,
 		})
 		if err == nil && (pr.predict || pr.harm) {
-			e.sim, err = sim.New(k.Simulator("refund_simulator"), simRules(pr))
+			e.sim, err = sim.New(k.Proposer(blackboard.RoleSimulator, "refund_simulator"), simRules(pr))
 		}
 	}
 	return e, err

@@ -35,14 +35,14 @@ func (e *kernelEpisode) decided(ctx context.Context, d kernel.Decision, kind str
 	if e.late != nil && kind == kindRefundDue {
 		late := *e.late
 		e.late = nil
-		id, err := e.k.Tool(paymentTool).Write(ctx, late)
+		id, err := e.k.Handle(blackboard.RoleTool, paymentTool).Write(ctx, late)
 		if err != nil {
 			return err
 		}
 		e.charge = id
 	}
 	if e.sim != nil {
-		v, err := e.k.Reader().View(ctx, e.trace, kernel.ViewOptions{})
+		v, err := e.k.Reader().View(ctx, e.trace, false)
 		if err != nil {
 			return err
 		}

@@ -178,7 +178,7 @@ func (a *planted) Run(ctx context.Context, ep Episode) (Report, error) {
 		return Report{}, err
 	}
 	defer k.Close()
-	p := k.Planner("planner")
+	p := k.Proposer(blackboard.RolePlanner, "planner")
 	if err := a.steps(ctx, k, p, ep.TraceID); err != nil {
 		return Report{}, err
 	}
@@ -187,7 +187,7 @@ func (a *planted) Run(ctx context.Context, ep Episode) (Report, error) {
 			return Report{}, err
 		}
 	}
-	v, err := p.View(ctx, ep.TraceID, kernel.ViewOptions{})
+	v, err := p.View(ctx, ep.TraceID, false)
 	a.mu.Lock()
 	a.view = v
 	a.mu.Unlock()
@@ -222,7 +222,7 @@ func expireRefund(ctx context.Context, st store.Store, trace string) error {
 }
 
 func charge(ctx context.Context, k *kernel.Kernel, trace string, stale bool) (string, error) {
-	return k.Tool("tool").Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: kindCharge,
+	return k.Handle(blackboard.RoleTool, "tool").Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: kindCharge,
 		Payload: blackboard.Payload{"stale": stale, "conflict": false}})
 }
 
@@ -570,7 +570,7 @@ func b2i(b bool) int {
 // was formed; one formed after the second was not.
 func TestLateFaultsAndUnsupportedBeliefs(t *testing.T) {
 	lookup := func(ctx context.Context, k *kernel.Kernel, trace string, stale bool) error {
-		_, err := k.Tool(paymentTool).Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: kindCharge,
+		_, err := k.Handle(blackboard.RoleTool, paymentTool).Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: kindCharge,
 			Payload: blackboard.Payload{"stale": stale}})
 		return err
 	}
@@ -586,7 +586,7 @@ func TestLateFaultsAndUnsupportedBeliefs(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := func(ctx context.Context, k *kernel.Kernel, p *kernel.Proposer, trace string) error {
-				first, err := k.Tool(paymentTool).Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: kindCharge,
+				first, err := k.Handle(blackboard.RoleTool, paymentTool).Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: kindCharge,
 					Payload: blackboard.Payload{"stale": false}})
 				if err != nil {
 					return err

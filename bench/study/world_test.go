@@ -33,7 +33,7 @@ func TestLedgerViewMatchesKernel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, err := k.Planner("reader").View(ctx, trace, kernel.ViewOptions{})
+		v, err := k.Proposer(blackboard.RolePlanner, "reader").View(ctx, trace, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +71,7 @@ func TestLedgerViewMatchesKernel(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ttl := range []time.Duration{0, time.Millisecond, 2 * time.Hour} {
-		if _, err := k.Tool("tool").Write(ctx, kernel.Entry{TraceID: "ttl", Slot: blackboard.Percepts, Kind: "reading" + ttl.String(), TTL: ttl,
+		if _, err := k.Handle(blackboard.RoleTool, "tool").Write(ctx, kernel.Entry{TraceID: "ttl", Slot: blackboard.Percepts, Kind: "reading" + ttl.String(), TTL: ttl,
 			Payload: blackboard.Payload{"value": 1.0}}); err != nil {
 			t.Fatal(err)
 		}

@@ -169,12 +169,12 @@ func newDemo(ctx context.Context, store store.Store, seed int64, namespace strin
 	if err != nil {
 		return nil, err
 	}
-	d := &demo{k: k, tool: k.Tool("sensor"), symbolic: k.Symbolic("adaptive"), episodes: map[string]int{}}
+	d := &demo{k: k, tool: k.Handle(blackboard.RoleTool, "sensor"), symbolic: k.Symbolic("adaptive"), episodes: map[string]int{}}
 	fail := func(err error) (*demo, error) {
 		_ = k.Close()
 		return nil, err
 	}
-	simulator, err := sim.New(k.Simulator("simulator"), rules)
+	simulator, err := sim.New(k.Proposer(blackboard.RoleSimulator, "simulator"), rules)
 	if err != nil {
 		return fail(err)
 	}
@@ -182,14 +182,14 @@ func newDemo(ctx context.Context, store store.Store, seed int64, namespace strin
 		return fail(err)
 	}
 	d.startedOn = d.learner.Learned()
-	if d.o, err = orchestrator.New(orchestrator.WithViewOptions(kernel.ViewOptions{IncludePersistent: true})); err != nil {
+	if d.o, err = orchestrator.New(orchestrator.WithPersistentView()); err != nil {
 		return fail(err)
 	}
 	s := &sensor{tool: d.tool, read: func(traceID string) (reading, bool) {
 		ep, ok := d.episodes[traceID]
 		return readingFor(seed, ep), ok
 	}}
-	if err := d.o.Register(s, &analyst{k.Planner("analyst")}, simulator, &actuator{k.Planner("actuator")}, d.learner.Worker()); err != nil {
+	if err := d.o.Register(s, &analyst{k.Proposer(blackboard.RolePlanner, "analyst")}, simulator, &actuator{k.Proposer(blackboard.RolePlanner, "actuator")}, d.learner.Worker()); err != nil {
 		return fail(err)
 	}
 	return d, nil

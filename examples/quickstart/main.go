@@ -183,7 +183,7 @@ func openDB(ctx context.Context, cfg config) (store.Store, string, error) {
 // refund if the plan is feasible, else queue_for_review with the code that
 // stopped it. It prints the episode as the records in s tell it.
 func play(ctx context.Context, k *kernel.Kernel, s store.Store, w io.Writer, sc scenario, steps bool) error {
-	tool, planner := k.Tool("payment_tool"), k.Planner("planner")
+	tool, planner := k.Handle(blackboard.RoleTool, "payment_tool"), k.Proposer(blackboard.RolePlanner, "planner")
 	if _, err := fmt.Fprintf(w, "%s\n", sc.title); err != nil {
 		return err
 	}

@@ -94,15 +94,15 @@ func crew(k *kernel.Kernel, agent *llm.Agent) []*agentWorker {
 		}
 	}
 	return []*agentWorker{
-		{id: "researcher", h: k.Tool("researcher"), agent: agent, result: "docs",
+		{id: "researcher", h: k.Handle(blackboard.RoleTool, "researcher"), agent: agent, result: "docs",
 			user:      func([]orchestrator.Finding) string { return "Find the endpoint that lists the clinic's patients." },
 			assertion: evidence("endpoint", func(r blackboard.Record) any { return r.Payload["endpoint"] })},
-		{id: "coder", h: k.Tool("coder"), agent: agent, reads: []blackboard.Slot{blackboard.Percepts}, result: "build", after: "docs",
+		{id: "coder", h: k.Handle(blackboard.RoleTool, "coder"), agent: agent, reads: []blackboard.Slot{blackboard.Percepts}, result: "build", after: "docs",
 			user: func(f []orchestrator.Finding) string {
 				return "Write the job that fetches the patients. endpoint=" + latest(f, "endpoint")
 			},
 			assertion: evidence("program", func(r blackboard.Record) any { return r.Payload["program"] })},
-		{id: "executor", h: k.Tool("executor"), agent: agent, reads: []blackboard.Slot{blackboard.Percepts}, result: "patients", after: "build",
+		{id: "executor", h: k.Handle(blackboard.RoleTool, "executor"), agent: agent, reads: []blackboard.Slot{blackboard.Percepts}, result: "patients", after: "build",
 			user: func(f []orchestrator.Finding) string {
 				return "Run the job. program=" + latest(f, "program") + " endpoint=" + latest(f, "endpoint")
 			},

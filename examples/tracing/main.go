@@ -112,7 +112,7 @@ func run(ctx context.Context, w io.Writer, verbose bool) error {
 	if _, err := call("call_1", "lookup_order", `{"order_id":"A1"}`); err != nil {
 		return err
 	}
-	if _, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
+	if _, err := k.Proposer(blackboard.RolePlanner, "analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 		return err
 	}
@@ -121,7 +121,7 @@ func run(ctx context.Context, w io.Writer, verbose bool) error {
 	if err != nil {
 		return err
 	}
-	if _, err := k.Planner("agent").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,
+	if _, err := k.Proposer(blackboard.RolePlanner, "agent").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,
 		Payload: blackboard.Payload{"reason": string(res.Code)}}); err != nil {
 		return err
 	}

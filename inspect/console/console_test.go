@@ -100,7 +100,7 @@ func newDeskOn(t *testing.T, s store.Store, order string, mods ...func(*toolgate
 		return res
 	}
 	call("lookup_order", json.RawMessage(`{"order_id":`+string(mustJSON(t, order))+`}`))
-	if _, err := g.Kernel().Planner("analyst").Submit(ctx, kernel.Entry{TraceID: "ticket-1", Slot: blackboard.Beliefs, Kind: "refund_due",
+	if _, err := g.Kernel().Proposer(blackboard.RolePlanner, "analyst").Submit(ctx, kernel.Entry{TraceID: "ticket-1", Slot: blackboard.Beliefs, Kind: "refund_due",
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -24,9 +24,9 @@ func ExampleMain() {
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	k, _ := kernel.New(kernel.Config{Store: s, Clock: func() time.Time { return start }})
 	ctx := context.Background()
-	_, _ = k.Tool("payment_tool").Write(ctx, kernel.Entry{TraceID: "stale", Slot: blackboard.Percepts, Kind: "charge",
+	_, _ = k.Handle(blackboard.RoleTool, "payment_tool").Write(ctx, kernel.Entry{TraceID: "stale", Slot: blackboard.Percepts, Kind: "charge",
 		Payload: blackboard.Payload{"stale": true}})
-	planner := k.Planner("planner")
+	planner := k.Proposer(blackboard.RolePlanner, "planner")
 	_, _ = planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: blackboard.Beliefs, Kind: "refund_due",
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}})
 	_, _ = planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,

@@ -19,9 +19,9 @@ func ExampleTimeline() {
 	s := memstore.New()
 	k, _ := kernel.New(kernel.Config{Store: s, Clock: func() time.Time { return start }})
 	ctx := context.Background()
-	_, _ = k.Tool("payment_tool").Write(ctx, kernel.Entry{TraceID: "stale", Slot: blackboard.Percepts, Kind: "charge",
+	_, _ = k.Handle(blackboard.RoleTool, "payment_tool").Write(ctx, kernel.Entry{TraceID: "stale", Slot: blackboard.Percepts, Kind: "charge",
 		Payload: blackboard.Payload{"charge_id": "ch_1", "stale": true}})
-	planner := k.Planner("planner")
+	planner := k.Proposer(blackboard.RolePlanner, "planner")
 	_, _ = planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: blackboard.Beliefs, Kind: "refund_due",
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}})
 	plan, _ := planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: blackboard.Plans, Kind: "action_plan",
@@ -53,9 +53,9 @@ func ExampleExplain() {
 	s := memstore.New()
 	k, _ := kernel.New(kernel.Config{Store: s})
 	ctx := context.Background()
-	_, _ = k.Tool("payment_tool").Write(ctx, kernel.Entry{TraceID: "stale", Slot: blackboard.Percepts, Kind: "charge",
+	_, _ = k.Handle(blackboard.RoleTool, "payment_tool").Write(ctx, kernel.Entry{TraceID: "stale", Slot: blackboard.Percepts, Kind: "charge",
 		Payload: blackboard.Payload{"charge_id": "ch_1", "stale": true}})
-	planner := k.Planner("planner")
+	planner := k.Proposer(blackboard.RolePlanner, "planner")
 	_, _ = planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: blackboard.Beliefs, Kind: "refund_due",
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}})
 	plan, _ := planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: blackboard.Plans, Kind: "action_plan",

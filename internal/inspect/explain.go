@@ -8,6 +8,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/kernelhook"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
@@ -298,7 +299,7 @@ func (x *explainer) node(r *blackboard.Record, relation string, depth int) *Expl
 				child(id, "evidence")
 			}
 		}
-	case r.Slot == blackboard.Evidence && r.Kind == kernel.KindBeliefValidation:
+	case r.Slot == blackboard.Evidence && r.Kind == kernelhook.KindBeliefValidation:
 		checks := list(r.Payload, "checks")
 		for i, id := range r.Provenance.InputRefs {
 			if c := x.byID[id]; c != nil && !x.seen[id] {

@@ -25,7 +25,7 @@ import (
 func paperEpisode(t *testing.T, k *kernel.Kernel, trace string, charge blackboard.Payload, conf *float64) string {
 	t.Helper()
 	ctx := context.Background()
-	tool, planner := k.Tool("payment_tool"), k.Planner("planner")
+	tool, planner := k.Handle(blackboard.RoleTool, "payment_tool"), k.Proposer(blackboard.RolePlanner, "planner")
 	if _, err := tool.Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "charge", Payload: charge, Confidence: conf}); err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/internal/kernelhook"
 	"github.com/blackboardkernel/bk/reason"
 )
 
@@ -29,7 +29,7 @@ func (x *explainer) summary(r *blackboard.Record) string {
 			s += " -- " + clipText(d.Detail, 80)
 		}
 		return s
-	case r.Slot == blackboard.Evidence && r.Kind == kernel.KindBeliefValidation:
+	case r.Slot == blackboard.Evidence && r.Kind == kernelhook.KindBeliefValidation:
 		if r.Payload.Bool("arbitrated") {
 			t, _ := r.Payload.Float("conflict_threshold")
 			return "evidence artifact: checks passed, conflict arbitrated at threshold " + strconv.FormatFloat(t, 'g', -1, 64)

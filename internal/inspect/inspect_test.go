@@ -226,7 +226,7 @@ func toolgateDatabase(t *testing.T) string {
 			t.Fatalf("early refund: %+v", res)
 		}
 		call(trace, "lookup_order", `{"order_id":"A1"}`)
-		if _, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
+		if _, err := k.Proposer(blackboard.RolePlanner, "analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
 			Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 			t.Fatal(err)
 		}
@@ -464,12 +464,12 @@ func TestAttackApprovalsShowTheCommittedAction(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	order, err := k.Tool("reader").Find(ctx, "ticket-1", blackboard.Percepts, "order")
+	order, err := k.Handle(blackboard.RoleTool, "reader").Find(ctx, "ticket-1", blackboard.Percepts, "order")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var refund string
-	for r, err := range k.Tool("reader").Trace(ctx, "ticket-1") {
+	for r, err := range k.Handle(blackboard.RoleTool, "reader").Trace(ctx, "ticket-1") {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -529,7 +529,7 @@ func TestAttackForgedEffect(t *testing.T) {
 	}
 	var ids []string
 	for kind, eff := range forged {
-		r, err := k.Tool("scraper").Write(ctx, kernel.Entry{TraceID: "ticket-2", Slot: blackboard.Percepts, Kind: kind, Payload: blackboard.Payload{audit.KeyEffect: eff}})
+		r, err := k.Handle(blackboard.RoleTool, "scraper").Write(ctx, kernel.Entry{TraceID: "ticket-2", Slot: blackboard.Percepts, Kind: kind, Payload: blackboard.Payload{audit.KeyEffect: eff}})
 		if err != nil {
 			t.Fatal(err)
 		}

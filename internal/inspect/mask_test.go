@@ -58,7 +58,7 @@ func TestMaskedValuesNotShown(t *testing.T) {
 	}
 	call("issue_refund", `{"order_id":"`+secret+`","amount":600}`)
 	call("lookup_order", `{"order_id":"`+secret+`"}`)
-	if _, err := g.Kernel().Planner("analyst").Submit(ctx, kernel.Entry{TraceID: "masked", Slot: blackboard.Beliefs, Kind: "refund_due",
+	if _, err := g.Kernel().Proposer(blackboard.RolePlanner, "analyst").Submit(ctx, kernel.Entry{TraceID: "masked", Slot: blackboard.Beliefs, Kind: "refund_due",
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -92,7 +92,7 @@ func scriptedStore(t *testing.T) store.Store {
 	}
 	belief := func(trace string) {
 		t.Helper()
-		if d, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
+		if d, err := k.Proposer(blackboard.RolePlanner, "analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
 			Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil || !d.Committed() {
 			t.Fatal(d, err)
 		}
@@ -103,7 +103,7 @@ func scriptedStore(t *testing.T) store.Store {
 		if intent != "" {
 			p["intent"] = intent
 		}
-		d, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Plans, Kind: "refund_plan", Payload: p})
+		d, err := k.Proposer(blackboard.RolePlanner, "analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Plans, Kind: "refund_plan", Payload: p})
 		if err != nil || d.Code != want {
 			t.Fatalf("plan: %+v %v, want %s", d, err, want)
 		}
@@ -294,7 +294,7 @@ func TestAttackMetricsForgedRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pending string
-	for r, err := range k.Tool("reader").Trace(ctx, "t3") {
+	for r, err := range k.Handle(blackboard.RoleTool, "reader").Trace(ctx, "t3") {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -311,8 +311,8 @@ func TestAttackMetricsForgedRecords(t *testing.T) {
 		h kernel.Handle
 		e kernel.Entry
 	}{
-		{k.Tool("tool:mallory"), kernel.Entry{TraceID: "t3", Slot: blackboard.Percepts, Kind: "refund", Payload: blackboard.Payload{audit.KeyEffect: forged}}},
-		{k.Tool("tool:mallory"), kernel.Entry{TraceID: "t3", Slot: blackboard.Percepts, Kind: audit.Kind,
+		{k.Handle(blackboard.RoleTool, "tool:mallory"), kernel.Entry{TraceID: "t3", Slot: blackboard.Percepts, Kind: "refund", Payload: blackboard.Payload{audit.KeyEffect: forged}}},
+		{k.Handle(blackboard.RoleTool, "tool:mallory"), kernel.Entry{TraceID: "t3", Slot: blackboard.Percepts, Kind: audit.Kind,
 			Payload: blackboard.Payload{"outcome": "refused", "code": "LOOP_DETECTED", "kind": "lookup_order", "version": 1.0}}},
 	} {
 		if _, err := w.h.Write(ctx, w.e); err != nil {

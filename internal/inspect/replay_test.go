@@ -46,7 +46,7 @@ func cappedDatabase(t *testing.T) string {
 	for trace, amount := range map[string]string{"small": "300", "large": "700"} {
 		for _, c := range [][2]string{{"lookup_order", `{"order_id":"A1"}`}, {"issue_refund", `{"order_id":"A1","amount":` + amount + `}`}} {
 			if c[0] == "issue_refund" {
-				if _, err := g.Kernel().Planner("analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
+				if _, err := g.Kernel().Proposer(blackboard.RolePlanner, "analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
 					Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 					t.Fatal(err)
 				}
@@ -74,7 +74,7 @@ func TestReplayCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Tool("sensor").Write(context.Background(), kernel.Entry{TraceID: "quiet", Slot: blackboard.Percepts, Kind: "reading",
+	if _, err := k.Handle(blackboard.RoleTool, "sensor").Write(context.Background(), kernel.Entry{TraceID: "quiet", Slot: blackboard.Percepts, Kind: "reading",
 		Payload: blackboard.Payload{"v": 1.0}}); err != nil {
 		t.Fatal(err)
 	}

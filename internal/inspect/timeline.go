@@ -10,7 +10,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/internal/kernelhook"
 	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
@@ -226,7 +226,7 @@ func (b *timelineBuilder) record(r *blackboard.Record) {
 		b.add(stepObserve, EventObservation, r, "", name+" committed"+parens(perceptFlags(r)), "")
 	case r.Mode == blackboard.ModePropose:
 		b.proposal(r, name)
-	case r.Slot == blackboard.Evidence && r.Kind == kernel.KindBeliefValidation && r.Provenance.Role == blackboard.RoleKernel:
+	case r.Slot == blackboard.Evidence && r.Kind == kernelhook.KindBeliefValidation && r.Provenance.Role == blackboard.RoleKernel:
 		b.artifact(r)
 	case r.Slot == blackboard.Evidence && r.Kind == audit.Kind && r.Provenance.Role == blackboard.RoleKernel:
 		b.decisionRecord(r)

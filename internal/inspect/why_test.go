@@ -48,8 +48,8 @@ func TestExplainFallbackByType(t *testing.T) {
 	}
 	defer k.Close()
 	const tr = "ep"
-	planner := k.Planner("planner")
-	if _, err := k.Tool("payments").Write(ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: "charge", Payload: blackboard.Payload{"amount": 89.0}}); err != nil {
+	planner := k.Proposer(blackboard.RolePlanner, "planner")
+	if _, err := k.Handle(blackboard.RoleTool, "payments").Write(ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: "charge", Payload: blackboard.Payload{"amount": 89.0}}); err != nil {
 		t.Fatal(err)
 	}
 	submit := func(slot blackboard.Slot, kind string, p blackboard.Payload) kernel.Decision {
@@ -150,7 +150,7 @@ func deskWithDenial(t *testing.T) (store.Store, string) {
 		t.Fatalf("early refund: %+v", res)
 	}
 	call("lookup_order", `{"order_id":"A1"}`)
-	if _, err := g.Kernel().Planner("analyst").Submit(ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Beliefs, Kind: "refund_due",
+	if _, err := g.Kernel().Proposer(blackboard.RolePlanner, "analyst").Submit(ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Beliefs, Kind: "refund_due",
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
-	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/reason"
 )
 
@@ -35,7 +34,7 @@ type Inputs struct {
 	// Now is the time of the measure; zero means Budget.TakenAt.
 	Now time.Time
 	// ConflictThreshold is the kernel's ([kernel.Config.ConflictThreshold]);
-	// zero means [kernel.DefaultConflictThreshold].
+	// zero means the kernel's default, 0.7.
 	ConflictThreshold float64
 	// Risk is the risk class of the run's intent in [0, 1] (0 for routine,
 	// 1 for the riskiest); it amplifies the escalation propensity.
@@ -148,7 +147,7 @@ func gatePressure(trace []blackboard.Record, now time.Time, ttl time.Duration, s
 // confidence, or one below the threshold).
 func conflictPressure(trace []blackboard.Record, now time.Time, threshold float64) float64 {
 	if threshold <= 0 {
-		threshold = kernel.DefaultConflictThreshold
+		threshold = defaultConflictThreshold
 	}
 	current := make(map[string]*blackboard.Record)
 	for i := range trace {
@@ -209,3 +208,7 @@ func ramp(frac, soft float64) float64 {
 	}
 	return (frac - soft) / (1 - soft)
 }
+
+// defaultConflictThreshold is the kernel's ConflictThreshold when its
+// Config leaves it zero.
+const defaultConflictThreshold = 0.7

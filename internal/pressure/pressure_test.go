@@ -254,7 +254,7 @@ func TestMeasureKernelTrace(t *testing.T) {
 	k, err := kernel.New(kernel.Config{Clock: clk.Now})
 	must(t, err)
 	defer k.Close()
-	tool := k.Tool("orders")
+	tool := k.Handle(blackboard.RoleTool, "orders")
 	write := func(kind string, p blackboard.Payload) {
 		if _, err := tool.Write(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: kind, Payload: p}); err != nil {
 			t.Fatal(err)

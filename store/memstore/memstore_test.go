@@ -62,7 +62,7 @@ func TestAppendTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tool := k.Tool("t")
+	tool := k.Handle(blackboard.RoleTool, "t")
 	for i, trace := range []string{"a", "b", "a"} {
 		if _, err := tool.Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "charge", Payload: blackboard.Payload{"n": float64(i)}}); err != nil {
 			t.Fatal(err)

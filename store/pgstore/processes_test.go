@@ -373,7 +373,7 @@ func (w *worker) gateEffect(ctx context.Context, inv toolgate.Invocation) (black
 // gated makes the episode's gated refund call: a percept and the belief
 // the tool requires, then the call through the gate.
 func (w *worker) gated(ctx context.Context, trace, charge, call string) {
-	p, err := w.k.Tool("gate-lookup").Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "gate_charge",
+	p, err := w.k.Handle(blackboard.RoleTool, "gate-lookup").Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "gate_charge",
 		Payload: blackboard.Payload{"charge_id": charge, "amount": 25.0}})
 	if err != nil {
 		w.fail("gate percept", err)
@@ -451,7 +451,7 @@ func orDash(s string) string {
 func (w *worker) episode(ctx context.Context, trace, tag, charge string, stale bool) {
 	// The episode records its decisions, as governance code does: through
 	// the kernel's Governor, as the planner "bk".
-	sym, tool, gov := w.k.Symbolic("policy"), w.k.Tool("stripe"), w.k.Governor()
+	sym, tool, gov := w.k.Symbolic("policy"), w.k.Handle(blackboard.RoleTool, "stripe"), w.k.Governor()
 	recorded := w.recorded
 	if tag == "" {
 		if _, err := sym.CommitConstraint(ctx, trace, kernel.Constraint{Name: "no_duplicate_refund", Enabled: true, BlocksField: "is_duplicate"}, 0); err != nil {

@@ -55,7 +55,7 @@ func TestAttackCancelledCallIsTyped(t *testing.T) {
 	}
 	defer s.Close()
 	k, _ := kernel.New(kernel.Config{Store: s})
-	id, err := k.Tool("t").Write(t.Context(), kernel.Entry{TraceID: "tr", Slot: blackboard.Percepts, Kind: "charge"})
+	id, err := k.Handle(blackboard.RoleTool, "t").Write(t.Context(), kernel.Entry{TraceID: "tr", Slot: blackboard.Percepts, Kind: "charge"})
 	if err != nil {
 		t.Fatal(err)
 	}

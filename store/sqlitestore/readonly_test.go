@@ -38,7 +38,7 @@ func TestOpenReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	k, _ := kernel.New(kernel.Config{Store: w})
-	id, err := k.Tool("t").Write(t.Context(), kernel.Entry{TraceID: "tr", Slot: blackboard.Percepts, Kind: "charge", Payload: blackboard.Payload{"stale": true}})
+	id, err := k.Handle(blackboard.RoleTool, "t").Write(t.Context(), kernel.Entry{TraceID: "tr", Slot: blackboard.Percepts, Kind: "charge", Payload: blackboard.Payload{"stale": true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestReadOnlyBesideAWriter(t *testing.T) {
 	defer w.Close()
 	k, _ := kernel.New(kernel.Config{Store: w})
 	ctx := t.Context()
-	if _, err := k.Tool("t").Write(ctx, kernel.Entry{TraceID: "t0", Slot: blackboard.Percepts, Kind: "charge"}); err != nil {
+	if _, err := k.Handle(blackboard.RoleTool, "t").Write(ctx, kernel.Entry{TraceID: "t0", Slot: blackboard.Percepts, Kind: "charge"}); err != nil {
 		t.Fatal(err)
 	}
 	ro, err := sqlitestore.OpenReadOnly(ctx, path)
@@ -169,7 +169,7 @@ func TestReadOnlyBesideAWriter(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for i := range 200 {
-			if _, err := k.Tool("t").Write(context.Background(), kernel.Entry{TraceID: fmt.Sprintf("t%d", i%20), Slot: blackboard.Percepts, Kind: "charge"}); err != nil {
+			if _, err := k.Handle(blackboard.RoleTool, "t").Write(context.Background(), kernel.Entry{TraceID: fmt.Sprintf("t%d", i%20), Slot: blackboard.Percepts, Kind: "charge"}); err != nil {
 				t.Error(err)
 				return
 			}
@@ -215,7 +215,7 @@ func TestAttackReadOnlyLeavesNoFiles(t *testing.T) {
 	}
 	k, _ := kernel.New(kernel.Config{Store: w})
 	for i := range 5 {
-		if _, err := k.Tool("t").Write(t.Context(), kernel.Entry{TraceID: fmt.Sprintf("tr%d", i), Slot: blackboard.Percepts, Kind: "charge"}); err != nil {
+		if _, err := k.Handle(blackboard.RoleTool, "t").Write(t.Context(), kernel.Entry{TraceID: fmt.Sprintf("tr%d", i), Slot: blackboard.Percepts, Kind: "charge"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -295,7 +295,7 @@ func TestReadOnlyOpenedBeforeAWriter(t *testing.T) {
 	}
 	k, _ := kernel.New(kernel.Config{Store: w})
 	for i := range 20 {
-		if _, err := k.Tool("t").Write(t.Context(), kernel.Entry{TraceID: fmt.Sprintf("tr%d", i), Slot: blackboard.Percepts, Kind: "charge"}); err != nil {
+		if _, err := k.Handle(blackboard.RoleTool, "t").Write(t.Context(), kernel.Entry{TraceID: fmt.Sprintf("tr%d", i), Slot: blackboard.Percepts, Kind: "charge"}); err != nil {
 			t.Fatal(err)
 		}
 		if got := count(); got != i+1 {

@@ -108,7 +108,7 @@ func TestStoreReopen(t *testing.T) {
 	s := mustOpen(t, path)
 	clk := newClock()
 	k := mustKernel(t, s, clk.now)
-	tool, planner, sym := k.Tool("sensor"), k.Planner("planner"), k.Symbolic("rules")
+	tool, planner, sym := k.Handle(blackboard.RoleTool, "sensor"), k.Proposer(blackboard.RolePlanner, "planner"), k.Symbolic("rules")
 	for _, e := range []kernel.Entry{
 		{Slot: blackboard.Percepts, Kind: "door", Payload: blackboard.Payload{"open": true}, Confidence: new(0.9)},
 		{Slot: blackboard.Percepts, Kind: "battery", Payload: blackboard.Payload{"level": 0.8}, TTL: time.Second},
@@ -159,7 +159,7 @@ func TestStoreReopen(t *testing.T) {
 
 	// The persistent constraint still binds a new trace of a new kernel.
 	k = mustKernel(t, s, clk.now)
-	tool, planner = k.Tool("sensor"), k.Planner("planner")
+	tool, planner = k.Handle(blackboard.RoleTool, "sensor"), k.Proposer(blackboard.RolePlanner, "planner")
 	if _, err := tool.Write(ctx, in("ep2", kernel.Entry{Slot: blackboard.Percepts, Kind: "door", Payload: blackboard.Payload{"open": true}})); err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestStoreReopen(t *testing.T) {
 	if err != nil || d.Code != reason.Blocked("speed_limit") {
 		t.Errorf("action against the persistent constraint after reopening: %v, code %s, want %s", err, d.Code, reason.Blocked("speed_limit"))
 	}
-	v, err := k.Reader().View(ctx, "ep3", kernel.ViewOptions{IncludePersistent: true})
+	v, err := k.Reader().View(ctx, "ep3", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestStoreTwoKernelsShareFile(t *testing.T) {
 	var wg sync.WaitGroup
 	for g := range writers {
 		k := kernels[g%2]
-		tool, planner := k.Tool(fmt.Sprintf("tool-%d", g)), k.Planner(fmt.Sprintf("planner-%d", g))
+		tool, planner := k.Handle(blackboard.RoleTool, fmt.Sprintf("tool-%d", g)), k.Proposer(blackboard.RolePlanner, fmt.Sprintf("planner-%d", g))
 		wg.Go(func() {
 			<-start
 			for i := range percepts {
@@ -272,10 +272,10 @@ func TestStoreKernelRestart(t *testing.T) {
 		t.Helper()
 		k := mustKernel(t, s, clk.now)
 		kind := fmt.Sprintf("door-%d", round)
-		if _, err := k.Tool("sensor").Write(ctx, kernel.Entry{TraceID: "ep", Slot: blackboard.Percepts, Kind: kind, Payload: blackboard.Payload{"open": true}}); err != nil {
+		if _, err := k.Handle(blackboard.RoleTool, "sensor").Write(ctx, kernel.Entry{TraceID: "ep", Slot: blackboard.Percepts, Kind: kind, Payload: blackboard.Payload{"open": true}}); err != nil {
 			t.Fatalf("round %d: percept: %v", round, err)
 		}
-		d, err := k.Planner("planner").Submit(ctx, in("ep", belief("open-"+kind, kind)))
+		d, err := k.Proposer(blackboard.RolePlanner, "planner").Submit(ctx, in("ep", belief("open-"+kind, kind)))
 		if err != nil || !d.Committed() {
 			t.Fatalf("round %d: belief: %v, code %s", round, err, d.Code)
 		}
@@ -522,7 +522,7 @@ func TestCountTrace(t *testing.T) {
 	ctx := t.Context()
 	s := mustOpen(t, filepath.Join(t.TempDir(), "bk.db"))
 	k := mustKernel(t, s, newClock().now)
-	tool := k.Tool("sensor")
+	tool := k.Handle(blackboard.RoleTool, "sensor")
 	for i, tr := range []string{"counted", "counted", "other", "counted"} {
 		if _, err := tool.Write(ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: "door", Payload: blackboard.Payload{"n": float64(i)}}); err != nil {
 			t.Fatal(err)

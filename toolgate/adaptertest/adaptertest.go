@@ -354,7 +354,7 @@ func (f *fixture) ready(t *testing.T, order string) {
 	if r := f.call(t, Lookup, `{"order_id":"`+order+`"}`, "lookup-"+order); r.IsError || r.Content.Outcome != "executed" {
 		t.Fatalf("lookup_order %s: %+v", order, r)
 	}
-	if _, err := f.env.Gate.Kernel().Planner("analyst").Submit(t.Context(), kernel.Entry{TraceID: f.env.TraceID, Slot: blackboard.Beliefs,
+	if _, err := f.env.Gate.Kernel().Proposer(blackboard.RolePlanner, "analyst").Submit(t.Context(), kernel.Entry{TraceID: f.env.TraceID, Slot: blackboard.Beliefs,
 		Kind: "refund_due", Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 		t.Fatal(err)
 	}

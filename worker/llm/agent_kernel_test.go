@@ -72,12 +72,12 @@ func newRefundDesk(t *testing.T) *refundDesk {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { k.Close() })
-	_, err = k.Tool("payments").Write(context.Background(), kernel.Entry{TraceID: deskTrace, Slot: blackboard.Percepts,
+	_, err = k.Handle(blackboard.RoleTool, "payments").Write(context.Background(), kernel.Entry{TraceID: deskTrace, Slot: blackboard.Percepts,
 		Kind: "charge", Payload: blackboard.Payload{"charge_id": chargeID, "amount": chargeAmount}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &refundDesk{k: k, h: k.Planner("support-agent")}
+	return &refundDesk{k: k, h: k.Proposer(blackboard.RolePlanner, "support-agent")}
 }
 
 var deskTools = map[string]toolgate.Spec{

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/blackboardkernel/bk/internal/kernelhook"
 	"github.com/blackboardkernel/bk/pack"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -42,7 +43,7 @@ func WithCompiler(c *pack.Compiler) AgentOption {
 // before (last < 0 in the first round).
 func (a *Agent) compile(ctx context.Context, t Task, rt *taskRuntime, res *AgentResult, tools []toolgate.Spec, last int) (*pack.Pack, string, error) {
 	k := a.cg.Kernel()
-	run := pack.Run{TraceID: t.TraceID, Namespace: k.Namespace(), Budget: t.Budget, Role: t.Caller, Intent: t.Intent}
+	run := pack.Run{TraceID: t.TraceID, Namespace: kernelhook.Namespace(k), Budget: t.Budget, Role: t.Caller, Intent: t.Intent}
 	in := pack.Input{Mission: t.System, Task: t.User, Progress: progress(res), LastResult: lastResult(res, last), Tools: tools}
 	if !rt.toolsAllowed() {
 		in.Signals = []string{"Your grant of tool calls has ended (" + string(rt.t.Grant.End()) + "): call no tool, answer with what you have."}

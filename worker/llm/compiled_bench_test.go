@@ -25,7 +25,7 @@ func BenchmarkTurnContext(b *testing.B) {
 			if _, err := g.Call(ctx, toolgate.Call{Tool: "lookup_order", Args: []byte(`{"order_id": "A1"}`), Caller: "support", TraceID: "t1"}); err != nil {
 				b.Fatal(err)
 			}
-			tool := g.Kernel().Tool("crm")
+			tool := g.Kernel().Handle(blackboard.RoleTool, "crm")
 			for i := 12; i < n; i++ {
 				if _, err := tool.Write(ctx, kernel.Entry{TraceID: "t1", Slot: blackboard.Percepts, Kind: fmt.Sprintf("log_%d", i%50),
 					Payload: blackboard.Payload{"line": i}}); err != nil {

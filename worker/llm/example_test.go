@@ -39,7 +39,7 @@ func ExampleWorker_Run() {
 		log.Fatal(err)
 	}
 	defer k.Close()
-	w, err := llm.NewWorker("llm-planner", k.Planner("llm-planner"), client, llm.Schema{
+	w, err := llm.NewWorker("llm-planner", k.Proposer(blackboard.RolePlanner, "llm-planner"), client, llm.Schema{
 		Task:      "A customer disputes a card charge. Decide whether the refund is due.",
 		Belief:    "refund_due",
 		DependsOn: []string{"charge"},
@@ -58,7 +58,7 @@ func ExampleWorker_Run() {
 	for _, stale := range []bool{false, true} {
 		trace := fmt.Sprintf("refund-stale-%v", stale)
 		charge := blackboard.Payload{"charge_id": "ch_1", "amount": 149.99, "stale": stale}
-		if _, err := k.Tool("payments").Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "charge", Payload: charge}); err != nil {
+		if _, err := k.Handle(blackboard.RoleTool, "payments").Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "charge", Payload: charge}); err != nil {
 			log.Fatal(err)
 		}
 		out, err := w.Run(ctx, trace)

@@ -164,7 +164,7 @@ func (w *Worker) Step(ctx context.Context, s *orchestrator.StepContext) (bool, e
 // final action), when the store fails, or when the kernel refuses the
 // fallback ([ErrFallbackRejected]).
 func (w *Worker) Run(ctx context.Context, traceID string) (Report, error) {
-	v, err := w.h.View(ctx, traceID, kernel.ViewOptions{})
+	v, err := w.h.View(ctx, traceID, false)
 	if err != nil {
 		return Report{}, err
 	}

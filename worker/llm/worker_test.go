@@ -92,7 +92,7 @@ func setup(t *testing.T, k *kernel.Kernel, trace string, c condition) {
 	if c.lowConf {
 		conf = new(0.3)
 	}
-	tool := k.Tool("payments")
+	tool := k.Handle(blackboard.RoleTool, "payments")
 	for _, e := range []kernel.Entry{
 		{TraceID: trace, Slot: blackboard.Percepts, Kind: "charge", Payload: charge, Confidence: conf},
 		{TraceID: trace, Slot: blackboard.Percepts, Kind: "refund", Payload: blackboard.Payload{"charge_id": "ch_3P0x1A2B3C",
@@ -258,7 +258,7 @@ func TestEpisodesNeverActUnsafely(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			h := k.Planner("llm-planner")
+			h := k.Proposer(blackboard.RolePlanner, "llm-planner")
 			schema := refundSchema
 			schema.ModelSteps = sc.steps
 			w, err := llm.NewWorker("llm-planner", h, c, schema)
@@ -347,7 +347,7 @@ func TestGovernedPayloads(t *testing.T) {
 	if _, err := w.Run(context.Background(), "t"); err != nil {
 		t.Fatal(err)
 	}
-	v, err := h.View(context.Background(), "t", kernel.ViewOptions{})
+	v, err := h.View(context.Background(), "t", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +381,7 @@ func TestSchemaFieldsCannotOverrideGovernedKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := k.Planner("p")
+	h := k.Proposer(blackboard.RolePlanner, "p")
 	w, err := llm.NewWorker("p", h, client(t, f, nil), s)
 	if err != nil {
 		t.Fatal(err)
@@ -429,7 +429,7 @@ func TestFallbackRejectedIsAnError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := llm.NewWorker("p", k.Planner("p"), client(t, f, nil), s)
+	w, err := llm.NewWorker("p", k.Proposer(blackboard.RolePlanner, "p"), client(t, f, nil), s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -450,7 +450,7 @@ func TestWorkerProtocol(t *testing.T) {
 	}
 	setup(t, k, "t", condition{})
 	view := func() kernel.View {
-		v, err := h.View(context.Background(), "t", kernel.ViewOptions{})
+		v, err := h.View(context.Background(), "t", false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -467,14 +467,14 @@ func TestWorkerProtocol(t *testing.T) {
 		t.Error("ShouldActivate after the refund committed: true")
 	}
 	setup(t, k, "t2", condition{stale: true})
-	v2, err := h.View(context.Background(), "t2", kernel.ViewOptions{})
+	v2, err := h.View(context.Background(), "t2", false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := w.Step(context.Background(), orchestrator.NewStepContext("t2", v2)); err != nil {
 		t.Fatal(err)
 	}
-	if v2, _ = h.View(context.Background(), "t2", kernel.ViewOptions{}); w.ShouldActivate(v2) {
+	if v2, _ = h.View(context.Background(), "t2", false); w.ShouldActivate(v2) {
 		t.Error("ShouldActivate after the fallback committed: true")
 	}
 }
@@ -489,7 +489,7 @@ func TestNewWorkerRejectsBadConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := c
-	h := k.Planner("p")
+	h := k.Proposer(blackboard.RolePlanner, "p")
 	mod := func(f func(*llm.Schema)) llm.Schema {
 		s := refundSchema
 		f(&s)
@@ -553,7 +553,7 @@ func refundWorker(t *testing.T, c *llm.Client) (*kernel.Kernel, *kernel.Proposer
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := k.Planner("llm-planner")
+	h := k.Proposer(blackboard.RolePlanner, "llm-planner")
 	w, err := llm.NewWorker("llm-planner", h, c, refundSchema)
 	if err != nil {
 		t.Fatal(err)

@@ -25,6 +25,7 @@ import (
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/inspect/console"
 	"github.com/blackboardkernel/bk/internal/inspect"
+	"github.com/blackboardkernel/bk/internal/kernelhook"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
@@ -132,7 +133,7 @@ func (d *desk) refund(t *testing.T, trace, order, why string) string {
 		return res
 	}
 	call("lookup_order", map[string]any{"order_id": order})
-	if _, err := d.g.Kernel().Planner("analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
+	if _, err := d.g.Kernel().Proposer(blackboard.RolePlanner, "analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +166,7 @@ func (d *desk) approvals(t *testing.T, trace, action string) int {
 func (d *desk) results(t *testing.T, trace, action string) int {
 	t.Helper()
 	n := 0
-	for r, err := range d.s.ListTrace(context.Background(), d.g.Kernel().Namespace(), trace) {
+	for r, err := range d.s.ListTrace(context.Background(), kernelhook.Namespace(d.g.Kernel()), trace) {
 		if err != nil {
 			t.Fatal(err)
 		}
