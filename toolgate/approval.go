@@ -163,7 +163,7 @@ func (a *Approver) decide(ctx context.Context, ans audit.Approval) (rec blackboa
 	defer func() {
 		if sp != nil {
 			sp.SetAttributes(attribute.String("bk.approval.decision", string(decision)), attribute.String("bk.approval.action_id", actionID),
-				attribute.String(telemetry.AttrRole, blackboard.RoleApprover.String()), attribute.String(telemetry.AttrWriter, a.identity),
+				attribute.String(telemetry.AttrRole, string(blackboard.RoleApprover)), attribute.String(telemetry.AttrWriter, a.identity),
 				attribute.String(telemetry.AttrRecordID, rec.ID))
 			if err != nil {
 				sp.RecordError(err)
