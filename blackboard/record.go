@@ -1,8 +1,6 @@
 package blackboard
 
 import (
-	"time"
-
 	"github.com/blackboardkernel/bk/reason"
 )
 
@@ -63,11 +61,6 @@ const (
 	StatusInvalidated Status = "INVALIDATED"
 	StatusExpired     Status = "EXPIRED"
 )
-
-// valid reports whether st is one of the three statuses.
-func (st Status) valid() bool {
-	return st == StatusActive || st == StatusInvalidated || st == StatusExpired
-}
 
 // Scope says how long a record matters: for its own episode (trace) only, or
 // across episodes, as learned constraints do. The zero value "" is not a
@@ -188,12 +181,8 @@ func cloneStrings(s []string) []string {
 }
 
 // ExpiredAt reports whether the record's time to live has run out at
-// nowMS (Unix milliseconds). Its status is not consulted.
+// nowMS (Unix milliseconds). Its status is not consulted: a record is
+// expired when this holds or its status is [StatusExpired].
 func (r *Record) ExpiredAt(nowMS int64) bool {
 	return r.Provenance.TTLMS > 0 && nowMS > r.Provenance.TimestampMS+r.Provenance.TTLMS
-}
-
-// Expired reports whether r's time to live has run out at now.
-func (r Record) Expired(now time.Time) bool {
-	return r.Status == StatusExpired || r.ExpiredAt(now.UnixMilli())
 }

@@ -75,8 +75,9 @@ type invRNG struct{ r *rand.Rand }
 func newInvRNG(seed uint64) invRNG {
 	return invRNG{rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
 }
-func (s invRNG) intn(n int) int        { return s.r.IntN(n) }
-func (invRNG) done() bool              { return false }
+func (s invRNG) intn(n int) int { return s.r.IntN(n) }
+func (invRNG) done() bool       { return false }
+
 // invSlots and invModes are what a fuzzed write picks from, in the order
 // of their former numeric values: the zero value first and, past the valid
 // ones, a name the kernel refuses.

@@ -294,7 +294,7 @@ func (g *Gate) Pending(ctx context.Context, traceID string) ([]audit.Pending, er
 
 // approvals streams the approval records of an action, oldest first, with
 // their current status (an expired approval is EXPIRED or past its TTL:
-// [blackboard.Record.Expired]). It reads the action's trace.
+// [expired]). It reads the action's trace.
 func (x *executor) approvals(ctx context.Context, traceID, actionID string) iter.Seq2[blackboard.Record, error] {
 	return func(yield func(blackboard.Record, error) bool) {
 		for r, err := range x.reader.Trace(ctx, traceID) {

@@ -54,7 +54,7 @@ func (x *executor) checkApproval(ctx context.Context, j *job) (res Result, done 
 	case a.Decision != audit.Approved:
 		res, err := x.escalate(ctx, j, reason.ApprovalDenied, *latest)
 		return res, true, err
-	case latest.Expired(x.k.Now()):
+	case expired(latest, x.k.Now()):
 		res, err := x.escalate(ctx, j, reason.ApprovalExpired, *latest)
 		if errors.Is(err, errSuperseded) && !j.superseded {
 			// A person gave a new decision on the action between this
