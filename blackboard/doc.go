@@ -16,8 +16,15 @@
 // and TTL), evidence refs, a [Status], a [Scope] and a namespace. Records
 // are append-only: the only change a record ever sees is its status moving
 // from [StatusActive] to [StatusInvalidated] or [StatusExpired], with a
-// [Code] saying why. Codes are the reasons every decision and status change
+// [reason.Code] saying why. Codes are the reasons every decision and status change
 // gives; compare them with ==.
+//
+// Slot, Mode, Status, Scope and Role are strings whose values are the
+// names records, stores and rules spell them with ("percepts", "commit",
+// "ACTIVE", ...), so a record's JSON is its Go value. Their zero value ""
+// is invalid. Decoding accepts any text: whatever reads one from outside
+// checks it (with Valid; a status against the three), as the stores and
+// the kernel do.
 //
 // # Stores
 //

@@ -170,7 +170,7 @@ func TestRecheckAction(t *testing.T) {
 		attack(t, func(t *testing.T, a *arena) {
 			act := commit(t, a, 0)
 			if _, err := a.sym.CommitConstraint(a.ctx, "t", kernel.Constraint{Name: "frozen", Enabled: true, BlocksField: "order_id",
-				AppliesTo: []string{"issue_refund"}}, 0); err != nil {
+				AppliesTo: []string{"issue_refund"}}, ""); err != nil {
 				t.Fatal(err)
 			}
 			recheck(t, a, act.ID, reason.Blocked("frozen"))

@@ -236,7 +236,7 @@ func TestAttackUncheckedBoundPercept(t *testing.T) {
 				ledger := a.percept("t", "ledger", tc.payload, nil, tc.ttl)
 				a.percept("t", "charge", blackboard.Payload{"amount": 100.0}, nil, 0)
 				if _, err := a.sym.CommitConstraint(a.ctx, "t", kernel.Constraint{Name: "no_duplicate_refund", Enabled: true,
-					BlocksField: "is_duplicate", BindPercept: "ledger"}, 0); err != nil {
+					BlocksField: "is_duplicate", BindPercept: "ledger"}, ""); err != nil {
 					t.Fatal(err)
 				}
 				if d := a.belief("t", "charge"); !d.Committed() {
@@ -474,7 +474,7 @@ func TestAttackUnscopedFailOpenConstraint(t *testing.T) {
 	attack(t, func(t *testing.T, a *arena) {
 		a.groundRefund("t", "A1")
 		if _, err := a.sym.CommitConstraint(a.ctx, "t", kernel.Constraint{Name: "no_duplicate_refund", Enabled: true,
-			BlocksField: "is_duplicate", AppliesTo: []string{"issue_refund"}}, 0); err != nil {
+			BlocksField: "is_duplicate", AppliesTo: []string{"issue_refund"}}, ""); err != nil {
 			t.Fatal(err)
 		}
 		refused(t, "refund without is_duplicate", a.refund("t"), reason.Blocked("no_duplicate_refund"))

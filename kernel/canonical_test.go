@@ -57,7 +57,7 @@ func TestConstraintEntryStoresWhatPayloadWould(t *testing.T) {
 		{Name: "bound", Enabled: false, BlocksField: "is_duplicate", BindPercept: "seen", AppliesTo: []string{"refund", "void"}},
 		{Name: "extra", Enabled: true, BlocksField: "f", Extra: blackboard.Payload{"note": 3}},
 	} {
-		gotID, err := sym.CommitConstraint(ctx, "t-"+c.Name, c, 0)
+		gotID, err := sym.CommitConstraint(ctx, "t-"+c.Name, c, "")
 		if err != nil {
 			t.Fatal(err)
 		}

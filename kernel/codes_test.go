@@ -267,7 +267,7 @@ func codeCases() []codeCase {
 			f.perceive(tr, "charge", blackboard.Payload{"is_duplicate": true}, nil, 0)
 			f.mustPropose(tr, blackboard.Beliefs, "refund_due", belief(true, "charge"))
 			if _, err := f.sym.CommitConstraint(f.ctx, tr, kernel.Constraint{Name: "no_duplicate_refund", Enabled: true,
-				BlocksField: "is_duplicate", BindPercept: "charge"}, 0); err != nil {
+				BlocksField: "is_duplicate", BindPercept: "charge"}, ""); err != nil {
 				f.t.Fatal(err)
 			}
 			return decided(f.propose(tr, blackboard.Actions, "issue_refund", with(action("refund_due"), "is_duplicate", false)))
@@ -276,7 +276,7 @@ func codeCases() []codeCase {
 			f.perceive(tr, "charge", blackboard.Payload{"is_duplicate": true}, nil, 0)
 			f.mustPropose(tr, blackboard.Beliefs, "refund_due", belief(true, "charge"))
 			if _, err := f.sym.CommitConstraint(f.ctx, tr, kernel.Constraint{Name: "no_duplicate_refund", Enabled: true,
-				BlocksField: "is_duplicate", BindPercept: "charge"}, 0); err != nil {
+				BlocksField: "is_duplicate", BindPercept: "charge"}, ""); err != nil {
 				f.t.Fatal(err)
 			}
 			return decided(f.propose(tr, blackboard.Actions, "issue_refund", action("refund_due")))
@@ -284,7 +284,7 @@ func codeCases() []codeCase {
 		{name: "bound constraint leaves the safe fallback alone", want: reason.Committed, run: func(f *fixture) (reason.Code, error) {
 			f.perceive(tr, "charge", blackboard.Payload{"is_duplicate": true}, nil, 0)
 			if _, err := f.sym.CommitConstraint(f.ctx, tr, kernel.Constraint{Name: "no_duplicate_refund", Enabled: true,
-				BlocksField: "is_duplicate", BindPercept: "charge"}, 0); err != nil {
+				BlocksField: "is_duplicate", BindPercept: "charge"}, ""); err != nil {
 				f.t.Fatal(err)
 			}
 			return decided(f.propose(tr, blackboard.Actions, kernel.FallbackQueueForReview, blackboard.Payload{"reason": "PLAN_NO_DUPLICATE_REFUND_BLOCKED"}))
@@ -306,7 +306,7 @@ func codeCases() []codeCase {
 			}},
 		{name: "disabled constraint does not block", want: reason.Committed, run: func(f *fixture) (reason.Code, error) {
 			f.groundedBelief(tr)
-			if _, err := f.sym.CommitConstraint(f.ctx, tr, kernel.Constraint{Name: "no_duplicate_refund", BlocksField: "is_duplicate"}, 0); err != nil {
+			if _, err := f.sym.CommitConstraint(f.ctx, tr, kernel.Constraint{Name: "no_duplicate_refund", BlocksField: "is_duplicate"}, ""); err != nil {
 				f.t.Fatal(err)
 			}
 			return decided(f.propose(tr, blackboard.Actions, "issue_refund", with(action("refund_due"), "is_duplicate", true)))

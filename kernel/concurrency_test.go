@@ -69,7 +69,7 @@ func TestConcurrentTraces(t *testing.T) {
 	}
 	for id, trace := range ids {
 		r := f.get(id)
-		if r.Provenance.TraceID != trace || !strings.HasPrefix(id, r.Slot.String()+":"+trace+":") {
+		if r.Provenance.TraceID != trace || !strings.HasPrefix(id, string(r.Slot)+":"+trace+":") {
 			t.Errorf("record %s of trace %s has trace %s", id, trace, r.Provenance.TraceID)
 		}
 	}

@@ -140,7 +140,7 @@ func (c Config) Validate() error {
 			bad("Namespace", "%v", err)
 		}
 	}
-	for _, slot := range slices.Sorted(maps.Keys(c.SharedPersistent)) {
+	for _, slot := range slices.SortedFunc(maps.Keys(c.SharedPersistent), compareSlots) {
 		field := fmt.Sprintf("SharedPersistent[%v]", slot)
 		if !slot.Valid() {
 			bad(field, "not a slot")
@@ -253,7 +253,7 @@ func New(cfg Config) (*Kernel, error) {
 			k.reserved[reservation{slot, kind}] = slices.Clone(writers)
 		}
 	}
-	for _, slot := range slices.Sorted(maps.Keys(cfg.SharedPersistent)) {
+	for _, slot := range slices.SortedFunc(maps.Keys(cfg.SharedPersistent), compareSlots) {
 		for _, kind := range cfg.SharedPersistent[slot] {
 			k.shared = append(k.shared, sharedKind{slot, kind})
 		}
@@ -284,4 +284,20 @@ type reservation struct {
 type sharedKind struct {
 	slot blackboard.Slot
 	kind string
+}
+
+// compareSlots orders slots as the paper's table does ([blackboard.AllSlots]),
+// the empty slot first and unknown ones last by name: a configuration's
+// slots are checked, and its errors listed, in that order.
+func compareSlots(a, b blackboard.Slot) int {
+	rank := func(s blackboard.Slot) int {
+		if s == "" {
+			return 0
+		}
+		if i := slices.Index(blackboard.AllSlots(), s); i >= 0 {
+			return 1 + i
+		}
+		return 8
+	}
+	return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(a, b))
 }

@@ -79,7 +79,7 @@ func (k *Kernel) checkFollow(f *Follow, traceID string) (blackboard.Record, erro
 		if e.Slot != blackboard.Evidence {
 			return blackboard.Record{}, newErr("write", "", reason.PermissionDenied, blackboard.ErrPermission, "a kernel follow record is evidence")
 		}
-		if rec, err = k.checkEntry(blackboard.RoleEvidence, blackboard.RoleKernel.String(), &e); err == nil {
+		if rec, err = k.checkEntry(blackboard.RoleEvidence, string(blackboard.RoleKernel), &e); err == nil {
 			rec.Provenance.Role = blackboard.RoleKernel
 		}
 	case blackboard.RoleTool, blackboard.RoleApprover:

@@ -305,7 +305,7 @@ func TestFollowRecords(t *testing.T) {
 // a then function sees the decision before it is written.
 func TestDecisionConstraints(t *testing.T) {
 	attack(t, func(t *testing.T, a *arena) {
-		if _, err := a.sym.CommitConstraint(a.ctx, "t", kernel.Constraint{Name: "no_weekend", Enabled: true, BlocksField: "weekend"}, 0); err != nil {
+		if _, err := a.sym.CommitConstraint(a.ctx, "t", kernel.Constraint{Name: "no_weekend", Enabled: true, BlocksField: "weekend"}, ""); err != nil {
 			t.Fatal(err)
 		}
 		var seen kernel.Decision

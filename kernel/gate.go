@@ -137,7 +137,7 @@ func (k *Kernel) decideBelief(s *snapshot, p *blackboard.Record) outcome {
 		},
 		Provenance: blackboard.Provenance{
 			Role:        blackboard.RoleKernel,
-			Writer:      blackboard.RoleKernel.String(),
+			Writer:      string(blackboard.RoleKernel),
 			TraceID:     s.traceID,
 			TimestampMS: s.nowMS,
 			InputRefs:   percepts,

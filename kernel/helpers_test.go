@@ -93,7 +93,7 @@ func (f *fixture) perceive(trace, kind string, p blackboard.Payload, conf *float
 // constrain commits an enabled episode constraint blocking on field.
 func (f *fixture) constrain(trace, name, field string) blackboard.Record {
 	f.t.Helper()
-	rec, err := f.sym.CommitConstraint(f.ctx, trace, kernel.Constraint{Name: name, Enabled: true, BlocksField: field}, 0)
+	rec, err := f.sym.CommitConstraint(f.ctx, trace, kernel.Constraint{Name: name, Enabled: true, BlocksField: field}, "")
 	if err != nil {
 		f.t.Fatalf("constraint %s: %v", name, err)
 	}

@@ -46,10 +46,10 @@ func TestBadInput(t *testing.T) {
 		sentinel error
 		code     reason.Code
 	}{
-		{"slot 0", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Slot = 0 }), blackboard.ErrInvalidInput, reason.InvalidInput},
-		{"unknown slot", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Slot = 42 }), blackboard.ErrInvalidInput, reason.InvalidInput},
-		{"unknown mode", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Mode = 3 }), blackboard.ErrInvalidInput, reason.InvalidInput},
-		{"unknown scope", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Scope = 3 }), blackboard.ErrInvalidInput, reason.InvalidInput},
+		{"empty slot", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Slot = "" }), blackboard.ErrInvalidInput, reason.InvalidInput},
+		{"unknown slot", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Slot = "percept" }), blackboard.ErrInvalidInput, reason.InvalidInput},
+		{"unknown mode", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Mode = "Commit" }), blackboard.ErrInvalidInput, reason.InvalidInput},
+		{"unknown scope", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Scope = "global" }), blackboard.ErrInvalidInput, reason.InvalidInput},
 		{"empty kind", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Kind = "" }), blackboard.ErrInvalidInput, reason.InvalidInput},
 		{"empty trace", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.TraceID = "" }), blackboard.ErrInvalidInput, reason.InvalidInput},
 		{"newline in kind", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Kind = "char\nge" }), blackboard.ErrInvalidInput, reason.InvalidInput},

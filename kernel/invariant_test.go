@@ -75,8 +75,18 @@ type invRNG struct{ r *rand.Rand }
 func newInvRNG(seed uint64) invRNG {
 	return invRNG{rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
 }
-func (s invRNG) intn(n int) int        { return s.r.IntN(n) }
-func (invRNG) done() bool              { return false }
+func (s invRNG) intn(n int) int { return s.r.IntN(n) }
+func (invRNG) done() bool       { return false }
+
+// invSlots and invModes are what a fuzzed write picks from, in the order
+// of their former numeric values: the zero value first and, past the valid
+// ones, a name the kernel refuses.
+var (
+	invSlots = [...]blackboard.Slot{"", blackboard.Percepts, blackboard.Beliefs, blackboard.Constraints, blackboard.Plans,
+		blackboard.Evidence, blackboard.Predictions, blackboard.Actions, "Actions"}
+	invModes = [...]blackboard.Mode{"", blackboard.ModePropose, blackboard.ModeCommit, "proposal"}
+)
+
 func pick[T any](s invSource, l []T) T { return l[s.intn(len(l))] }
 func oneIn(s invSource, n int) bool    { return s.intn(n) == 0 }
 func invSubset(s invSource, l []string) []string {
@@ -397,7 +407,7 @@ func (g *invGen) scope() blackboard.Scope {
 	if g.w.persistent && oneIn(g.s, 8) {
 		return blackboard.ScopePersistent
 	}
-	return 0
+	return ""
 }
 
 // appliesTo returns the action types a constraint names, usually none.
@@ -507,7 +517,7 @@ func (g *invGen) step() (trace string, added int, err error) {
 			e.Confidence = nil
 		}
 		if g.scripted {
-			e.Kind, e.TTL, e.Scope, e.InputRefs = invScriptPercept[g.scriptGoal], 0, 0, nil
+			e.Kind, e.TTL, e.Scope, e.InputRefs = invScriptPercept[g.scriptGoal], 0, "", nil
 			return g.write(w.tool, e)
 		}
 		if oneIn(s, 8) {
@@ -548,7 +558,7 @@ func (g *invGen) step() (trace string, added int, err error) {
 			e.EvidenceRefs = []string{g.ref()} // a planner naming evidence of its choosing
 		}
 		if need := invNeeds[g.scriptGoal]; g.scripted && len(need) > 0 {
-			e.Kind, e.Scope, e.EvidenceRefs = need[0], 0, nil
+			e.Kind, e.Scope, e.EvidenceRefs = need[0], "", nil
 			e.Payload = blackboard.Payload{"value": true, "depends_on": []string{invScriptPercept[g.scriptGoal]}}
 			if g.aside {
 				e.Kind, e.TTL = invAside, time.Millisecond
@@ -665,20 +675,20 @@ func (g *invGen) step() (trace string, added int, err error) {
 		return g.decided(trace, 0, d, err, mayDeny)
 	case 18: // a write outside authority (or inside it, by chance)
 		h := pick(s, w.handles())
-		slot, mode := blackboard.Slot(s.intn(9)), blackboard.Mode(s.intn(4))
+		slot, mode := invSlots[s.intn(9)], invModes[s.intn(4)]
 		e.Slot, e.Mode, e.Kind, e.Payload = slot, mode, "k", validPayload[slot].Clone()
 		g.call.op = opWrite
 		rec, err := h.Write(w.ctx, e)
 		own, has := table1[h.Role()][slot]
-		outside := !has || mode != 0 && mode != own
+		outside := !has || mode != "" && mode != own
 		switch {
-		case !slot.Valid() || mode > blackboard.ModeCommit:
+		case !slot.Valid() || mode != "" && !mode.Valid():
 			if !errors.Is(err, blackboard.ErrInvalidInput) {
-				return trace, 0, fmt.Errorf("%s wrote slot %d mode %d: %v", h.Role(), slot, mode, err)
+				return trace, 0, fmt.Errorf("%s wrote slot %q mode %q: %v", h.Role(), slot, mode, err)
 			}
 		case outside:
 			if !errors.Is(err, blackboard.ErrPermission) {
-				return trace, 0, fmt.Errorf("%s wrote %s in mode %d outside its authority: %v", h.Role(), slot, mode, err)
+				return trace, 0, fmt.Errorf("%s wrote %s in mode %q outside its authority: %v", h.Role(), slot, mode, err)
 			}
 		}
 		return g.wrote(trace, rec, err, outside)
@@ -871,7 +881,7 @@ func invNS(ns string) string {
 func invNormNS(r blackboard.Record) blackboard.Record { r.Namespace = invNS(r.Namespace); return r }
 
 func invStripped(r blackboard.Record) blackboard.Record {
-	r.Status, r.Reason = 0, ""
+	r.Status, r.Reason = "", ""
 	return invNormNS(r)
 }
 
@@ -923,7 +933,7 @@ func invSameJSON(a, b any) bool {
 func invIDShaped(s string) bool {
 	slot, rest, ok := strings.Cut(s, ":")
 	i := strings.LastIndexByte(rest, ':')
-	if err := new(blackboard.Slot).UnmarshalText([]byte(slot)); !ok || err != nil || i <= 0 {
+	if !ok || !blackboard.Slot(slot).Valid() || i <= 0 {
 		return false
 	}
 	n := rest[i+1:]
@@ -1004,7 +1014,7 @@ func (c *invChecker) observeStep(trace string, recs []blackboard.Record, added i
 		case r.Status == blackboard.StatusActive && (r.Mode == blackboard.ModePropose) != (r.Reason == ""):
 			bad("%s: active %s record with reason %q", r.ID, r.Mode, r.Reason)
 		case r.Status != blackboard.StatusActive && r.Status != blackboard.StatusInvalidated && r.Status != blackboard.StatusExpired:
-			bad("%s: status %d", r.ID, r.Status)
+			bad("%s: status %q", r.ID, r.Status)
 		}
 		c.last[r.ID] = *r
 		if r.Provenance.Role == blackboard.RoleKernel && r.Slot != blackboard.Evidence && len(r.Provenance.InputRefs) > 0 {
@@ -2082,8 +2092,8 @@ func TestCheckerCatchesViolations(t *testing.T) {
 	// rejected action, 13 a percept that expires.
 	percept("charge", blackboard.Payload{"amount": 10}, new(0.9), 0)
 	percept("refund", blackboard.Payload{"is_duplicate": false}, nil, 0)
-	must(w.sym.CommitConstraint(ctx, tr, kernel.Constraint{Name: "no_duplicate", Enabled: true, BlocksField: "is_duplicate", BindPercept: "refund"}, 0))
-	must(w.sym.CommitConstraint(ctx, tr, kernel.Constraint{Name: "no_danger", BlocksField: "danger"}, 0))
+	must(w.sym.CommitConstraint(ctx, tr, kernel.Constraint{Name: "no_duplicate", Enabled: true, BlocksField: "is_duplicate", BindPercept: "refund"}, ""))
+	must(w.sym.CommitConstraint(ctx, tr, kernel.Constraint{Name: "no_danger", BlocksField: "danger"}, ""))
 	submit(blackboard.Beliefs, "refund_due", blackboard.Payload{"value": true, "depends_on": []string{"charge"}})
 	submit(blackboard.Plans, "plan", blackboard.Payload{"steps": []any{map[string]any{"action": "issue_refund", "requires_beliefs": []string{"refund_due"}}}})
 	submit(blackboard.Actions, "issue_refund", blackboard.Payload{"requires_beliefs": []string{"refund_due"}, "danger": true, "is_duplicate": false})
@@ -2273,10 +2283,10 @@ func TestCheckerCatchesNewRules(t *testing.T) {
 	// 17-18 two refunds on one belief (the type is repeatable here); 19 a
 	// newer charge; 20-21 a plan; 22 a percept that has expired when 23, a
 	// refused action, is decided.
-	percept(tr, "charge", blackboard.Payload{"amount": 10.0}, new(0.9), 0, 0)
-	percept(tr, "sensor", blackboard.Payload{}, nil, 0, 0)
-	percept(tr, "refund", blackboard.Payload{"is_duplicate": false}, nil, 0, 0)
-	must(w.sym.CommitConstraint(ctx, tr, kernel.Constraint{Name: "no_danger", Enabled: true, BlocksField: "danger", AppliesTo: []string{"notify"}}, 0))
+	percept(tr, "charge", blackboard.Payload{"amount": 10.0}, new(0.9), 0, "")
+	percept(tr, "sensor", blackboard.Payload{}, nil, 0, "")
+	percept(tr, "refund", blackboard.Payload{"is_duplicate": false}, nil, 0, "")
+	must(w.sym.CommitConstraint(ctx, tr, kernel.Constraint{Name: "no_danger", Enabled: true, BlocksField: "danger", AppliesTo: []string{"notify"}}, ""))
 	submit(w.planner, blackboard.Beliefs, "refund_due", blackboard.Payload{"value": true, "depends_on": []string{"charge"}})
 	submit(w.planner, blackboard.Beliefs, "alarm", blackboard.Payload{"value": true, "depends_on": []string{"sensor"}})
 	submit(w.sim, blackboard.Predictions, "pred", blackboard.Payload{"action_type": "notify", "expected_outcome": 1.0, "requires_beliefs": []string{"alarm"}})
@@ -2284,9 +2294,9 @@ func TestCheckerCatchesNewRules(t *testing.T) {
 	for range 2 {
 		submit(w.planner, blackboard.Actions, "issue_refund", blackboard.Payload{"requires_beliefs": []string{"refund_due"}, "danger": true, "order_id": 7.0})
 	}
-	percept(tr, "charge", blackboard.Payload{"amount": 11.0}, nil, 0, 0)
+	percept(tr, "charge", blackboard.Payload{"amount": 11.0}, nil, 0, "")
 	submit(w.planner, blackboard.Plans, "plan", blackboard.Payload{"steps": []any{map[string]any{"action": "issue_refund", "requires_beliefs": []string{"refund_due"}}}})
-	percept(tr, "sensor", blackboard.Payload{"reading": 22.0}, nil, time.Millisecond, 0)
+	percept(tr, "sensor", blackboard.Payload{"reading": 22.0}, nil, time.Millisecond, "")
 	w.clock.Advance(5 * time.Millisecond)
 	refused := submit(w.planner, blackboard.Actions, "wire_money", blackboard.Payload{"requires_beliefs": []string{}})
 	clean, err := w.list(tr)

@@ -204,23 +204,32 @@ type Entry struct {
 // permissions is the paper's Table 1 as the kernel enforces it: the mode a
 // role may write each slot in. The kernel role is not listed: no handle has
 // it.
-var permissions = [blackboard.RoleApprover + 1][blackboard.Actions + 1]blackboard.Mode{
-	blackboard.RoleTool:      {blackboard.Percepts: blackboard.ModeCommit},
-	blackboard.RolePlanner:   {blackboard.Beliefs: blackboard.ModePropose, blackboard.Plans: blackboard.ModePropose, blackboard.Predictions: blackboard.ModePropose, blackboard.Actions: blackboard.ModePropose},
-	blackboard.RoleSymbolic:  {blackboard.Constraints: blackboard.ModeCommit},
-	blackboard.RoleEvidence:  {blackboard.Evidence: blackboard.ModeCommit},
-	blackboard.RoleSimulator: {blackboard.Predictions: blackboard.ModePropose},
+var permissions = map[grant]blackboard.Mode{
+	{blackboard.RoleTool, blackboard.Percepts}:         blackboard.ModeCommit,
+	{blackboard.RolePlanner, blackboard.Beliefs}:       blackboard.ModePropose,
+	{blackboard.RolePlanner, blackboard.Plans}:         blackboard.ModePropose,
+	{blackboard.RolePlanner, blackboard.Predictions}:   blackboard.ModePropose,
+	{blackboard.RolePlanner, blackboard.Actions}:       blackboard.ModePropose,
+	{blackboard.RoleSymbolic, blackboard.Constraints}:  blackboard.ModeCommit,
+	{blackboard.RoleEvidence, blackboard.Evidence}:     blackboard.ModeCommit,
+	{blackboard.RoleSimulator, blackboard.Predictions}: blackboard.ModePropose,
 	// No handle has the approver's role: the tool gate writes approvals
 	// through the Governor, after its own checks.
-	blackboard.RoleApprover: {blackboard.Evidence: blackboard.ModeCommit},
+	{blackboard.RoleApprover, blackboard.Evidence}: blackboard.ModeCommit,
+}
+
+// grant is a key of permissions: a role writing a slot.
+type grant struct {
+	role blackboard.Role
+	slot blackboard.Slot
 }
 
 // allowed reports whether role may write slot in mode (paper Table 1).
 func allowed(role blackboard.Role, slot blackboard.Slot, mode blackboard.Mode) bool {
-	if role <= blackboard.RoleKernel || !role.Valid() || !slot.Valid() || !mode.Valid() {
+	if role == blackboard.RoleKernel || !role.Valid() || !slot.Valid() || !mode.Valid() {
 		return false
 	}
-	return permissions[role][slot] == mode
+	return permissions[grant{role, slot}] == mode
 }
 
 func (k *Kernel) nowMS() int64 { return k.now().UnixMilli() }
@@ -232,17 +241,17 @@ func (k *Kernel) checkEntry(role blackboard.Role, writer string, e *Entry) (blac
 	mode := e.Mode
 	switch {
 	case !e.Slot.Valid():
-		return blackboard.Record{}, newErr(op, "", reason.InvalidInput, blackboard.ErrInvalidInput, fmt.Sprintf("unknown slot %d", e.Slot))
-	case e.Mode != 0 && !e.Mode.Valid():
-		return blackboard.Record{}, newErr(op, "", reason.InvalidInput, blackboard.ErrInvalidInput, fmt.Sprintf("unknown mode %d", e.Mode))
+		return blackboard.Record{}, newErr(op, "", reason.InvalidInput, blackboard.ErrInvalidInput, fmt.Sprintf("unknown slot %q", e.Slot))
+	case e.Mode != "" && !e.Mode.Valid():
+		return blackboard.Record{}, newErr(op, "", reason.InvalidInput, blackboard.ErrInvalidInput, fmt.Sprintf("unknown mode %q", e.Mode))
 	}
-	if mode == 0 {
-		mode = permissions[role][e.Slot]
+	if mode == "" {
+		mode = permissions[grant{role, e.Slot}]
 	}
 	if !mutPermissions && !allowed(role, e.Slot, mode) {
 		m := "any mode"
-		if mode != 0 {
-			m = mode.String()
+		if mode != "" {
+			m = string(mode)
 		}
 		return blackboard.Record{}, newErr(op, "", reason.PermissionDenied, blackboard.ErrPermission,
 			fmt.Sprintf("role %s may not write %s in %s", role, e.Slot, m))
@@ -263,11 +272,11 @@ func (k *Kernel) checkEntry(role blackboard.Role, writer string, e *Entry) (blac
 		return blackboard.Record{}, newErr(op, "", reason.InvalidInput, blackboard.ErrInvalidInput, fmt.Sprintf("TTL %v outside [0, %v]", e.TTL, store.MaxTTL))
 	}
 	scope := e.Scope
-	if scope == 0 {
+	if scope == "" {
 		scope = blackboard.ScopeEpisode
 	}
 	if !scope.Valid() {
-		return blackboard.Record{}, newErr(op, "", reason.InvalidInput, blackboard.ErrInvalidInput, fmt.Sprintf("unknown scope %d", e.Scope))
+		return blackboard.Record{}, newErr(op, "", reason.InvalidInput, blackboard.ErrInvalidInput, fmt.Sprintf("unknown scope %q", e.Scope))
 	}
 	if !mutPersistentScope && scope == blackboard.ScopePersistent && (role == blackboard.RolePlanner || role == blackboard.RoleSimulator) {
 		// A proposer's persistent record would become every trace's state.

@@ -42,11 +42,11 @@ func TestPermissionTable(t *testing.T) {
 	for _, h := range f.handles() {
 		for _, slot := range blackboard.AllSlots() {
 			// Mode 0 asks for the role's own mode for the slot, if any.
-			for _, mode := range []blackboard.Mode{0, blackboard.ModePropose, blackboard.ModeCommit} {
+			for _, mode := range []blackboard.Mode{"", blackboard.ModePropose, blackboard.ModeCommit} {
 				name := fmt.Sprintf("%s/%s/%s", h.Role(), slot, mode)
 				own, has := table1[h.Role()][slot]
-				allowed := has && (mode == 0 || mode == own)
-				if mode != 0 && kernel.Allowed(h.Role(), slot, mode) != allowed {
+				allowed := has && (mode == "" || mode == own)
+				if mode != "" && kernel.Allowed(h.Role(), slot, mode) != allowed {
 					t.Errorf("%s: Allowed = %v, Table 1 says %v", name, !allowed, allowed)
 				}
 				f.mark()
@@ -86,7 +86,7 @@ func TestPermissionTable(t *testing.T) {
 }
 
 func TestNoHandleActsAsKernel(t *testing.T) {
-	for _, role := range []blackboard.Role{0, blackboard.RoleKernel, blackboard.RoleApprover + 1} {
+	for _, role := range []blackboard.Role{"", blackboard.RoleKernel, "Kernel", "root"} {
 		for _, slot := range blackboard.AllSlots() {
 			for _, mode := range []blackboard.Mode{blackboard.ModePropose, blackboard.ModeCommit} {
 				if kernel.Allowed(role, slot, mode) {
@@ -131,9 +131,9 @@ func TestNoHandleForGovernorRoles(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.mark()
-	for _, role := range []blackboard.Role{0, blackboard.RoleKernel, blackboard.RoleApprover, blackboard.RoleApprover + 1} {
+	for _, role := range []blackboard.Role{"", blackboard.RoleKernel, blackboard.RoleApprover, "root"} {
 		for _, slot := range blackboard.AllSlots() {
-			for _, mode := range []blackboard.Mode{0, blackboard.ModePropose, blackboard.ModeCommit} {
+			for _, mode := range []blackboard.Mode{"", blackboard.ModePropose, blackboard.ModeCommit} {
 				_, err := f.k.Handle(role, "forger").Write(f.ctx, kernel.Entry{TraceID: tr, Slot: slot, Mode: mode, Kind: "k", Payload: validPayload[slot]})
 				wantErr(t, err, blackboard.ErrPermission, reason.PermissionDenied)
 			}

@@ -46,7 +46,7 @@ func (k *Kernel) write(ctx context.Context, role blackboard.Role, writer string,
 		if done {
 			why = rec.Reason
 			if k.log.Enabled(ctx, slog.LevelDebug) {
-				k.log.DebugContext(ctx, "write", "id", rec.ID, "role", role.String(), "kind", rec.Kind)
+				k.log.DebugContext(ctx, "write", "id", rec.ID, "role", string(role), "kind", rec.Kind)
 			}
 			return w, nil
 		}
@@ -226,7 +226,7 @@ func (k *Kernel) submit(ctx context.Context, role blackboard.Role, writer string
 	if err := k.checkReserved("submit", e.Slot, e.Kind, writer, governed); err != nil {
 		return Decision{}, err
 	}
-	if e.Mode == 0 {
+	if e.Mode == "" {
 		e.Mode = blackboard.ModePropose
 	}
 	rec, idDeps, err := k.prepare(role, writer, &e)
@@ -289,7 +289,7 @@ func refuse(code reason.Code, failed string) outcome { return outcome{code: code
 
 func (k *Kernel) commit(ctx context.Context, role blackboard.Role, traceID, proposalID string) (d Decision, err error) {
 	const op = "commit"
-	ctx, sp := k.span(ctx, "kernel.commit", traceID, 0)
+	ctx, sp := k.span(ctx, "kernel.commit", traceID, "")
 	var start time.Time
 	if k.metricsOn(ctx) {
 		start = time.Now()
@@ -546,7 +546,7 @@ func (s *snapshot) commitRecord(p *blackboard.Record, idIndex int, code reason.C
 		Payload: payload,
 		Provenance: blackboard.Provenance{
 			Role:        blackboard.RoleKernel,
-			Writer:      blackboard.RoleKernel.String(),
+			Writer:      string(blackboard.RoleKernel),
 			TraceID:     s.traceID,
 			TimestampMS: s.nowMS,
 			InputRefs:   refs,

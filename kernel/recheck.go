@@ -67,7 +67,7 @@ func (g *Governor) RecheckAction(ctx context.Context, actionID string) (Decision
 func (k *Kernel) recheckAction(ctx context.Context, s *snapshot, a *blackboard.Record) (outcome, error) {
 	p := s.byID(a.Provenance.InputRefs[0]) // the committed twin names its proposal first
 	if a.Status != blackboard.StatusActive || p == nil || p.Slot != blackboard.Actions {
-		return outcome{code: reason.InvalidProposal, failed: a.ID, detail: "the action is " + a.Status.String() + " or has no proposal"}, nil
+		return outcome{code: reason.InvalidProposal, failed: a.ID, detail: "the action is " + string(a.Status) + " or has no proposal"}, nil
 	}
 	var bbuf beliefBuf
 	g := k.newGate(s, a.Kind, list(p.Payload, keyRequiresBeliefs), p.Payload, &bbuf)

@@ -12,6 +12,7 @@ import (
 	"github.com/blackboardkernel/bk/internal/jsonval"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/reason"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // TestRecordJSONRoundTrip: records encode their enums by name and decode
@@ -31,18 +32,29 @@ func TestRecordJSONRoundTrip(t *testing.T) {
 		if !reflect.DeepEqual(back, r) {
 			t.Errorf("round trip of %s:\n got %+v\nwant %+v", enc, back, r)
 		}
-		if !strings.Contains(string(enc), `"slot":"`+r.Slot.String()+`"`) {
+		if !strings.Contains(string(enc), `"slot":"`+string(r.Slot)+`"`) {
 			t.Errorf("slot not encoded by name: %s", enc)
 		}
 	}
+	// The enums are strings: decoding takes any text, and what reads a
+	// record from outside checks it. A store refuses such a record.
 	for _, bad := range []string{`{"slot":"belief"}`, `{"mode":"Commit"}`, `{"status":"active"}`, `{"scope":"global"}`, `{"provenance":{"role":"kernel "}}`} {
-		var r blackboard.Record
-		if err := json.Unmarshal([]byte(bad), &r); !errors.Is(err, blackboard.ErrInvalidInput) {
-			t.Errorf("%s: %v", bad, err)
+		r := f.get(d.CommittedID)
+		if err := json.Unmarshal([]byte(bad), &r); err != nil {
+			t.Fatalf("%s: %v", bad, err)
+		}
+		if r.Slot.Valid() && r.Mode.Valid() && r.Scope.Valid() && r.Provenance.Role.Valid() && r.Status == blackboard.StatusActive {
+			t.Errorf("%s decoded to a valid record", bad)
+		}
+		r.ID = "beliefs:" + tr + ":99"
+		b := store.Batch{Appends: []blackboard.Record{r}}
+		if err := b.Check(tr, ""); !errors.Is(err, blackboard.ErrInvalidInput) {
+			t.Errorf("%s: the store's check gave %v", bad, err)
 		}
 	}
-	if _, err := json.Marshal(blackboard.Record{ID: "x"}); !errors.Is(err, blackboard.ErrInvalidInput) {
-		t.Errorf("zero-valued enums encoded: %v", err)
+	b := store.Batch{Appends: []blackboard.Record{{ID: "x"}}}
+	if err := b.Check("", ""); !errors.Is(err, blackboard.ErrInvalidInput) {
+		t.Errorf("zero-valued enums passed the store's check: %v", err)
 	}
 }
 
@@ -86,7 +98,7 @@ func TestPersistentConstraints(t *testing.T) {
 	f.mustPropose(tr, blackboard.Beliefs, "refund_due", belief(true, "charge"))
 	// The trace's own disabled constraint of the same name does not switch
 	// the persistent one off.
-	if _, err := f.sym.CommitConstraint(f.ctx, tr, kernel.Constraint{Name: "block_conflicted_actions", BlocksField: "uses_conflicted_data"}, 0); err != nil {
+	if _, err := f.sym.CommitConstraint(f.ctx, tr, kernel.Constraint{Name: "block_conflicted_actions", BlocksField: "uses_conflicted_data"}, ""); err != nil {
 		t.Fatal(err)
 	}
 	if d := f.mustPropose(tr, blackboard.Actions, "issue_refund", action("refund_due")); d.Code != reason.Blocked("block_conflicted_actions") {

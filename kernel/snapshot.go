@@ -372,7 +372,7 @@ func appendRecordID(b []byte, slot blackboard.Slot, namespace, traceID string, n
 	if cmp.Or(namespace, blackboard.DefaultNamespace) != blackboard.DefaultNamespace {
 		return append(b, store.RecordID(slot, namespace, traceID, n)...)
 	}
-	b = append(append(append(b, slot.String()...), ':'), traceID...)
+	b = append(append(append(b, string(slot)...), ':'), traceID...)
 	return strconv.AppendInt(append(b, ':'), int64(n), 10)
 }
 
@@ -579,8 +579,7 @@ func looksLikeID(s string) bool {
 	if at < 0 {
 		return false
 	}
-	var slot blackboard.Slot
-	if err := slot.UnmarshalText([]byte(s[:at])); err != nil {
+	if !blackboard.Slot(s[:at]).Valid() {
 		return false
 	}
 	rest := s[at+1:]

@@ -1,8 +1,11 @@
 package kernel
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -37,4 +40,28 @@ func FuzzSeqOf(f *testing.F) {
 			t.Errorf("seqOf(%q) = %d, want %d", id, got, want)
 		}
 	})
+}
+
+// TestDecodeStateRefusesUnknownEnums: a stored state is JSON and the
+// enums decode from any text, so decodeState checks them; a state it
+// refuses is rebuilt from the trace.
+func TestDecodeStateRefusesUnknownEnums(t *testing.T) {
+	rec := `{"id":"beliefs:t:1","slot":"beliefs","mode":"commit","kind":"k","payload":{},"provenance":{"role":"kernel","writer_id":"w","trace_id":"t","ts_ms":1},"status":"ACTIVE","scope":"episode"}`
+	if _, err := decodeState([]byte(`{"h":[{"s":1,"r":` + rec + `}],"c":[` + rec + `]}`)); err != nil {
+		t.Fatalf("a valid state: %v", err)
+	}
+	for _, bad := range []string{`"slot":"belief"`, `"mode":""`, `"status":"active"`, `"scope":"global"`, `"role":"root"`} {
+		field := strings.SplitN(bad, ":", 2)[0]
+		at := strings.Index(rec, field+":")
+		end := at + strings.IndexAny(rec[at+len(field)+2:], `"`) + len(field) + 3
+		r := rec[:at] + bad + rec[end:]
+		for _, state := range []string{`{"h":[{"s":1,"r":` + r + `}]}`, `{"c":[` + r + `]}`, `{"p":[{"s":1,"e":true,"r":` + rec + `,"p":[` + r + `]}]}`} {
+			if _, err := decodeState([]byte(state)); !errors.Is(err, blackboard.ErrInvalidInput) {
+				t.Errorf("%s: %v", state, err)
+			}
+		}
+	}
+	if _, err := decodeState([]byte(`{"h":[{"s":1,"e":true,"r":` + rec + `,"o":"Kernel"}]}`)); !errors.Is(err, blackboard.ErrInvalidInput) {
+		t.Errorf("unknown proposer role: %v", err)
+	}
 }

@@ -61,6 +61,9 @@ func decodeState(b []byte) (*traceState, error) {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return nil, fmt.Errorf("%w: stored trace state: %v", blackboard.ErrInvalidInput, err)
 	}
+	if !w.known() {
+		return nil, fmt.Errorf("%w: stored trace state: unknown slot, mode, status, scope or role", blackboard.ErrInvalidInput)
+	}
 	dec := func(hw *headWire) head {
 		h := head{seq: hw.Seq, rec: &hw.Rec}
 		if hw.Ext {
@@ -251,4 +254,34 @@ func (c *persistentCache) put(shared uint64, recs []blackboard.Record) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.ok, c.shared, c.recs = true, shared, recs
+}
+
+// known reports whether every slot, mode, status, scope and role in w is
+// one the kernel writes. They decode from any text, being strings, so a
+// corrupt or forged state is refused here, and the kernel reads the trace
+// instead.
+func (w *stateWire) known() bool {
+	rec := func(r *blackboard.Record) bool {
+		return r.Slot.Valid() && r.Mode.Valid() && r.Scope.Valid() && r.Provenance.Role.Valid() &&
+			(r.Status == blackboard.StatusActive || r.Status == blackboard.StatusInvalidated || r.Status == blackboard.StatusExpired)
+	}
+	for i := range w.Cons {
+		if !rec(&w.Cons[i]) {
+			return false
+		}
+	}
+	for _, hws := range [][]headWire{w.Heads, w.Rejected, w.Preds, w.Since, w.Pending} {
+		for i := range hws {
+			hw := &hws[i]
+			if !rec(&hw.Rec) || hw.Artifact != nil && !rec(hw.Artifact) || hw.PropRole != "" && !hw.PropRole.Valid() {
+				return false
+			}
+			for j := range hw.Percepts {
+				if !rec(&hw.Percepts[j]) {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }

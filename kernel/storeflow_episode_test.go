@@ -24,7 +24,7 @@ import (
 // returns the code of the action that ended the episode.
 func runEpisode(ctx context.Context, k *kernel.Kernel, trace string, stale bool) (reason.Code, error) {
 	sym, tool, planner := k.Symbolic("policy"), k.Handle(blackboard.RoleTool, "stripe"), k.Proposer(blackboard.RolePlanner, "bk")
-	if _, err := sym.CommitConstraint(ctx, trace, kernel.Constraint{Name: "no_duplicate_refund", Enabled: true, BlocksField: "is_duplicate"}, 0); err != nil {
+	if _, err := sym.CommitConstraint(ctx, trace, kernel.Constraint{Name: "no_duplicate_refund", Enabled: true, BlocksField: "is_duplicate"}, ""); err != nil {
 		return "", err
 	}
 	if _, err := tool.Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "charge", Payload: blackboard.Payload{

@@ -342,7 +342,7 @@ func (s *script) run() transcript {
 	k = s.restart()
 	tool, planner, sym, sim = k.Handle(blackboard.RoleTool, "sensor"), k.Proposer(blackboard.RolePlanner, "planner"), k.Symbolic("rules"), k.Proposer(blackboard.RoleSimulator, "sim")
 
-	if _, err := sym.CommitConstraint(s.ctx, ep1, kernel.Constraint{Name: "no_open_door", Enabled: true, BlocksField: "door_blocked"}, 0); err != nil {
+	if _, err := sym.CommitConstraint(s.ctx, ep1, kernel.Constraint{Name: "no_open_door", Enabled: true, BlocksField: "door_blocked"}, ""); err != nil {
 		s.t.Errorf("script episode constraint: %v", err)
 	}
 	feasible := s.submit("plan feasible", reason.PlanFeasible, planner, plan(with(reqs("door_open"), "door_blocked", false)))

@@ -100,7 +100,7 @@ func (k *Kernel) span(ctx context.Context, op, traceID string, slot blackboard.S
 	if sp.IsRecording() {
 		sp.SetAttributes(attribute.String(telemetry.AttrNamespace, k.namespace), attribute.String(telemetry.AttrTraceID, traceID))
 		if slot.Valid() {
-			sp.SetAttributes(attribute.String(telemetry.AttrSlot, slot.String()))
+			sp.SetAttributes(attribute.String(telemetry.AttrSlot, string(slot)))
 		}
 	} else {
 		sp.End()
@@ -174,10 +174,10 @@ func (k *Kernel) decided(ctx context.Context, sp trace.Span, start time.Time, ro
 	if sp != nil {
 		attrs := []attribute.KeyValue{
 			attribute.String(telemetry.AttrKind, kind), attribute.String(telemetry.AttrRecordID, d.ProposalID),
-			attribute.String(telemetry.AttrRole, role.String()), attribute.String(telemetry.AttrWriter, writer),
+			attribute.String(telemetry.AttrRole, string(role)), attribute.String(telemetry.AttrWriter, writer),
 		}
 		if slot.Valid() {
-			attrs = append(attrs, attribute.String(telemetry.AttrSlot, slot.String()))
+			attrs = append(attrs, attribute.String(telemetry.AttrSlot, string(slot)))
 		}
 		if d.CommittedID != "" {
 			attrs = append(attrs, attribute.String(telemetry.AttrCommittedID, d.CommittedID))
@@ -198,14 +198,14 @@ func (k *Kernel) decided(ctx context.Context, sp trace.Span, start time.Time, ro
 		}
 	}
 	if m := k.metrics; m != nil && !start.IsZero() {
-		set := metric.WithAttributes(attribute.String(telemetry.AttrNamespace, k.namespace), attribute.String(telemetry.AttrSlot, slot.String()),
+		set := metric.WithAttributes(attribute.String(telemetry.AttrNamespace, k.namespace), attribute.String(telemetry.AttrSlot, string(slot)),
 			attribute.String(telemetry.AttrKind, kind), attribute.String(telemetry.AttrCode, string(d.Code)))
 		m.decisions.Add(ctx, 1, set)
 		m.latency.Record(ctx, time.Since(start).Seconds(), set)
 	}
 	if k.log.Enabled(ctx, slog.LevelDebug) {
-		k.log.DebugContext(ctx, "decision", telemetry.AttrNamespace, k.namespace, telemetry.AttrTraceID, traceOf(d), telemetry.AttrSlot, slot.String(),
-			telemetry.AttrKind, kind, telemetry.AttrRecordID, d.ProposalID, telemetry.AttrCommittedID, d.CommittedID, telemetry.AttrRole, role.String(),
+		k.log.DebugContext(ctx, "decision", telemetry.AttrNamespace, k.namespace, telemetry.AttrTraceID, traceOf(d), telemetry.AttrSlot, string(slot),
+			telemetry.AttrKind, kind, telemetry.AttrRecordID, d.ProposalID, telemetry.AttrCommittedID, d.CommittedID, telemetry.AttrRole, string(role),
 			telemetry.AttrCode, string(d.Code), telemetry.AttrRule, d.Rule, telemetry.AttrFailed, d.Failed)
 	}
 }
@@ -293,7 +293,7 @@ func (k *Kernel) recordExpiries(ctx context.Context, snap *snapshot, inv []store
 	for _, e := range inv {
 		if r := snap.byID(e.ID); r != nil {
 			k.metrics.expiries.Add(ctx, 1, metric.WithAttributes(attribute.String(telemetry.AttrNamespace, k.namespace),
-				attribute.String(telemetry.AttrSlot, r.Slot.String()), attribute.String(telemetry.AttrKind, r.Kind)))
+				attribute.String(telemetry.AttrSlot, string(r.Slot)), attribute.String(telemetry.AttrKind, r.Kind)))
 		}
 	}
 }

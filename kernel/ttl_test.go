@@ -220,7 +220,7 @@ func TestLateEvidence(t *testing.T) {
 		}},
 	} {
 		for _, slot := range []blackboard.Slot{blackboard.Actions, blackboard.Plans} {
-			t.Run(tc.name+"/"+slot.String(), func(t *testing.T) {
+			t.Run(tc.name+"/"+string(slot), func(t *testing.T) {
 				f := newFixture(t)
 				failed := tc.setup(f)
 				kind, payload := "issue_refund", action("refund_due")

@@ -46,7 +46,7 @@ func (v View) Has(slot blackboard.Slot, kind string) bool {
 // shared with every trace, through the store's indexes. Records whose TTL has run out are left out, as of now; a view
 // never writes to the store. The payloads are copies the caller may keep.
 func (k *Kernel) view(ctx context.Context, traceID string, persistent bool) (v View, err error) {
-	ctx, sp := k.span(ctx, "kernel.view", traceID, 0)
+	ctx, sp := k.span(ctx, "kernel.view", traceID, "")
 	if sp != nil {
 		defer func() {
 			sp.SetAttributes(attribute.Int("bk.view.pending", len(v.Pending)), attribute.Int("bk.view.committed", len(v.Committed)))
@@ -234,7 +234,7 @@ func (k *Kernel) sharedSlots() []blackboard.Slot {
 // the trace they decide on, in the same batch as the decision; views and
 // reads never write.
 func (k *Kernel) Expire(ctx context.Context, traceID string) (n int, err error) {
-	ctx, sp := k.span(ctx, "kernel.expire", traceID, 0)
+	ctx, sp := k.span(ctx, "kernel.expire", traceID, "")
 	if sp != nil {
 		defer func() {
 			sp.SetAttributes(attribute.Int(telemetry.AttrExpired, n))

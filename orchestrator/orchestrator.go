@@ -537,7 +537,7 @@ func (o *Orchestrator) step(ctx context.Context, e entry, sc *StepContext) (bool
 	sctx, sp := o.tracer.Start(ctx, "worker.step")
 	p, werr := step(sctx, e, sc)
 	if sp != nil {
-		sp.SetAttributes(attribute.String("bk.worker", e.id), attribute.String(telemetry.AttrRole, e.handle.Role().String()),
+		sp.SetAttributes(attribute.String("bk.worker", e.id), attribute.String(telemetry.AttrRole, string(e.handle.Role())),
 			attribute.String(telemetry.AttrTraceID, sc.traceID), attribute.Int("bk.round", sc.round), attribute.Bool("bk.produced", p))
 		if werr != nil {
 			sp.RecordError(werr)

@@ -232,7 +232,7 @@ func (c *Compiler) evidence(ctx context.Context, rd kernel.Reader, traceID strin
 		return err
 	}
 	kinds := slices.Sorted(maps.Keys(v.Committed[blackboard.Beliefs]))
-	perceptPrefix := blackboard.Percepts.String() + ":"
+	perceptPrefix := string(blackboard.Percepts) + ":"
 	for _, kind := range kinds {
 		id, ok := v.ID(blackboard.Beliefs, kind)
 		if !ok {
@@ -322,7 +322,7 @@ func rankByRecency(items []item) {
 // entry is the manifest entry of a record shown as evidence, with the
 // flags its own status, TTL and payload give it.
 func entry(r *blackboard.Record, nowMS int64) evidenceItem {
-	e := evidenceItem{ID: r.ID, Slot: r.Slot.String(), Kind: r.Kind, AgeMS: nowMS - r.Provenance.TimestampMS,
+	e := evidenceItem{ID: r.ID, Slot: string(r.Slot), Kind: r.Kind, AgeMS: nowMS - r.Provenance.TimestampMS,
 		TTLMS: r.Provenance.TTLMS, Freshness: freshnessFresh}
 	if !flagsChecked() {
 		return e
@@ -395,7 +395,7 @@ func (c *Compiler) memory(ctx context.Context, rd kernel.Reader, nowMS int64, s 
 			if r.Mode != blackboard.ModeCommit || r.ExpiredAt(nowMS) {
 				continue
 			}
-			m := &memoryItem{ID: r.ID, Slot: slot.String(), Kind: r.Kind, AgeMS: nowMS - r.Provenance.TimestampMS}
+			m := &memoryItem{ID: r.ID, Slot: string(slot), Kind: r.Kind, AgeMS: nowMS - r.Provenance.TimestampMS}
 			text := fmt.Sprintf("- %s %s = %s (%s; %s old)", m.Slot, r.Kind, payloadText(r.Payload), r.ID, fmtAge(m.AgeMS))
 			s.items = append(s.items, item{key: r.ID, text: unit(text), memory: m, stamp: r.Provenance.TimestampMS})
 		}

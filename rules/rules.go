@@ -180,7 +180,7 @@ func (r *Rules) Validate(ctx context.Context, c kernel.Candidate) kernel.Cause {
 		if len(acts) > 0 {
 			own = c.Proposal().Payload
 		}
-		if v := in.bounded(run, run[0].name, c.Proposal().Slot.String()+" "+c.Proposal().Kind, own, checked...); v.Code != "" {
+		if v := in.bounded(run, run[0].name, string(c.Proposal().Slot)+" "+c.Proposal().Kind, own, checked...); v.Code != "" {
 			return v
 		}
 		if len(r.beliefs) > 0 {

@@ -122,11 +122,11 @@ func CheckFilter(slot blackboard.Slot, f Filter) error { return checkFilter(slot
 func checkFilter(slot blackboard.Slot, f Filter) error {
 	switch {
 	case !slot.Valid():
-		return fmt.Errorf("%w: slot %d", blackboard.ErrInvalidInput, slot)
-	case f.Status != 0 && !knownStatus(f.Status):
-		return fmt.Errorf("%w: filter status %d", blackboard.ErrInvalidInput, f.Status)
-	case f.Scope != 0 && !f.Scope.Valid():
-		return fmt.Errorf("%w: filter scope %d", blackboard.ErrInvalidInput, f.Scope)
+		return fmt.Errorf("%w: slot %q", blackboard.ErrInvalidInput, slot)
+	case f.Status != "" && !knownStatus(f.Status):
+		return fmt.Errorf("%w: filter status %q", blackboard.ErrInvalidInput, f.Status)
+	case f.Scope != "" && !f.Scope.Valid():
+		return fmt.Errorf("%w: filter scope %q", blackboard.ErrInvalidInput, f.Scope)
 	}
 	return nil
 }

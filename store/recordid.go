@@ -17,9 +17,9 @@ import (
 // id ([SplitRecordID]); a record with any other id is valid.
 func RecordID(slot blackboard.Slot, namespace, traceID string, n int) string {
 	if cmp.Or(namespace, blackboard.DefaultNamespace) == blackboard.DefaultNamespace {
-		return slot.String() + ":" + traceID + ":" + strconv.Itoa(n)
+		return string(slot) + ":" + traceID + ":" + strconv.Itoa(n)
 	}
-	return slot.String() + "@" + idEscaper.Replace(namespace) + ":" + traceID + ":" + strconv.Itoa(n)
+	return string(slot) + "@" + idEscaper.Replace(namespace) + ":" + traceID + ":" + strconv.Itoa(n)
 }
 
 // idEscaper writes a namespace as a [RecordID] holds it: without a colon,

@@ -164,7 +164,7 @@ func (a *Approver) decide(ctx context.Context, ans audit.Approval) (rec blackboa
 	defer func() {
 		if sp != nil {
 			sp.SetAttributes(attribute.String("bk.approval.decision", string(decision)), attribute.String("bk.approval.action_id", actionID),
-				attribute.String(telemetry.AttrRole, blackboard.RoleApprover.String()), attribute.String(telemetry.AttrWriter, a.identity),
+				attribute.String(telemetry.AttrRole, string(blackboard.RoleApprover)), attribute.String(telemetry.AttrWriter, a.identity),
 				attribute.String(telemetry.AttrRecordID, rec.ID))
 			if err != nil {
 				sp.RecordError(err)
@@ -295,7 +295,7 @@ func (g *Gate) Pending(ctx context.Context, traceID string) ([]audit.Pending, er
 
 // approvals streams the approval records of an action, oldest first, with
 // their current status (an expired approval is EXPIRED or past its TTL:
-// [blackboard.Record.Expired]). It reads the action's trace.
+// [expired]). It reads the action's trace.
 func (x *executor) approvals(ctx context.Context, traceID, actionID string) iter.Seq2[blackboard.Record, error] {
 	return func(yield func(blackboard.Record, error) bool) {
 		for r, err := range x.reader.Trace(ctx, traceID) {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
@@ -149,7 +150,7 @@ func (x *executor) settled(ctx context.Context, act blackboard.Record) (string, 
 		return "", nil
 	case a.Decision != audit.Approved:
 		return refuse(a.ID, settledDenied)
-	case !latest.Expired(kernelhook.Now(x.k)):
+	case !expired(latest, kernelhook.Now(x.k)):
 		return refuse(a.ID, settledApproved)
 	}
 	return a.ID, nil
@@ -184,4 +185,10 @@ func (x *executor) usedBy(ctx context.Context, holder string) settled {
 		return settledFallback
 	}
 	return settledUsed
+}
+
+// expired reports whether the record r (an approval) has expired: marked
+// so, or past its time to live at now.
+func expired(r *blackboard.Record, now time.Time) bool {
+	return r.Status == blackboard.StatusExpired || r.ExpiredAt(now.UnixMilli())
 }

@@ -195,7 +195,7 @@ func TestAttackApprovalOutlivesItsEvidence(t *testing.T) {
 		}, reason.SupersededEvidence},
 		{"constraint", func(t *testing.T, d *desk) {
 			if _, err := d.k.Symbolic("policy").CommitConstraint(d.ctx, "t", kernel.Constraint{Name: "refunds_frozen", Enabled: true,
-				BlocksField: "order_id", AppliesTo: []string{"issue_refund"}}, 0); err != nil {
+				BlocksField: "order_id", AppliesTo: []string{"issue_refund"}}, ""); err != nil {
 				t.Fatal(err)
 			}
 		}, reason.Blocked("refunds_frozen")},

@@ -55,7 +55,7 @@ func (x *executor) checkApproval(ctx context.Context, j *job) (res Result, done 
 	case a.Decision != audit.Approved:
 		res, err := x.escalate(ctx, j, reason.ApprovalDenied, *latest)
 		return res, true, err
-	case latest.Expired(kernelhook.Now(x.k)):
+	case expired(latest, kernelhook.Now(x.k)):
 		res, err := x.escalate(ctx, j, reason.ApprovalExpired, *latest)
 		if errors.Is(err, errSuperseded) && !j.superseded {
 			// A person gave a new decision on the action between this

@@ -72,7 +72,7 @@ func (x *executor) recoverAll(ctx context.Context) ([]Result, error) {
 // result: executed, failed, escalated or refused for good), whose first
 // input is the action. Only the gate's governor writes decision records.
 func (x *executor) resultBy(d audit.Entry) (string, audit.Outcome, bool) {
-	if len(d.EvidenceRefs) == 0 || !strings.HasPrefix(d.Subject, blackboard.Percepts.String()+":") {
+	if len(d.EvidenceRefs) == 0 || !strings.HasPrefix(d.Subject, string(blackboard.Percepts)+":") {
 		return "", "", false
 	}
 	switch d.Outcome {

@@ -63,10 +63,10 @@ func constraintTamper(ctx context.Context, x *adversary) error {
 		step string
 		en   kernel.Entry
 	}{
-		{"commit the constraint rebound to a field no proposal carries", write(rebound, blackboard.ModeCommit, 0)},
-		{"propose the constraint disabled", write(c, blackboard.ModePropose, 0)},
+		{"commit the constraint rebound to a field no proposal carries", write(rebound, blackboard.ModeCommit, "")},
+		{"propose the constraint disabled", write(c, blackboard.ModePropose, "")},
 		{"commit the constraint disabled for every trace", write(c, blackboard.ModeCommit, blackboard.ScopePersistent)},
-		{"commit the constraint disabled", write(c, blackboard.ModeCommit, 0)},
+		{"commit the constraint disabled", write(c, blackboard.ModeCommit, "")},
 	} {
 		if err := x.write(ctx, w.step, w.en); err != nil {
 			return err

@@ -35,7 +35,7 @@ func forgedDependencies(ctx context.Context, x *adversary) error {
 	if err != nil {
 		return err
 	}
-	missing := blackboard.Percepts.String() + ":" + x.e.trace + ":9999"
+	missing := string(blackboard.Percepts) + ":" + x.e.trace + ":9999"
 	deps := func(ids ...string) func(*kernel.Entry) {
 		return func(en *kernel.Entry) { en.Payload["depends_on"] = ids }
 	}

@@ -9,7 +9,6 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/blackboardkernel/bk/blackboard"
@@ -146,7 +145,7 @@ func appendView(b []byte, v map[blackboard.Slot]map[string]blackboard.Payload) (
 			b = append(b, ',')
 		}
 		sep = true
-		b = appendString(b, s.String())
+		b = appendString(b, string(s))
 		b = append(b, ':')
 		var err error
 		if b, err = appendMap(b, kinds[i], appendPayload); err != nil {
@@ -177,8 +176,8 @@ func (vm *viewMaps) holds(v map[blackboard.Slot]map[string]blackboard.Payload) b
 func (vm *viewMaps) appendJSON(b []byte) ([]byte, error) {
 	b = append(b, '{')
 	sep := false
-	for i, s := range slotsByName {
-		sv := &vm.bySlot[s]
+	for i := range slotsByName {
+		sv := &vm.bySlot[i]
 		if sv.kinds == nil {
 			continue
 		}
@@ -205,19 +204,27 @@ func (vm *viewMaps) appendJSON(b []byte) ([]byte, error) {
 // slotKeys are slotsByName's names as JSON keys, colon included.
 var slotKeys = func() (k [len(slotsByName)]string) {
 	for i, s := range slotsByName {
-		k[i] = string(appendString(nil, s.String())) + ":"
+		k[i] = string(appendString(nil, string(s))) + ":"
 	}
 	return k
 }()
 
 // slotsByName are the valid slots, sorted by name.
-var slotsByName = func() (s [blackboard.Actions]blackboard.Slot) {
-	for i := range s {
-		s[i] = blackboard.Slot(i + 1)
-	}
-	slices.SortFunc(s[:], func(x, y blackboard.Slot) int { return strings.Compare(x.String(), y.String()) })
+var slotsByName = func() (s [7]blackboard.Slot) {
+	copy(s[:], blackboard.AllSlots())
+	slices.Sort(s[:])
 	return s
 }()
+
+// slotIndex returns s's index in slotsByName, or -1 for an invalid slot.
+func slotIndex(s blackboard.Slot) int {
+	for i := range slotsByName {
+		if slotsByName[i] == s {
+			return i
+		}
+	}
+	return -1
+}
 
 func appendPayload(b []byte, p blackboard.Payload) ([]byte, error) { return appendObject(b, p) }
 

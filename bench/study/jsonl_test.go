@@ -169,7 +169,7 @@ func TestRandomLinesMatchEncodingJSON(t *testing.T) {
 				for range rnd.IntN(3) {
 					kinds[randomString(rnd)] = randomPayload(rnd)
 				}
-				view[blackboard.Slot(rnd.IntN(9))] = kinds // 0 and 8 are not slots: both encoders refuse them
+				view[append(blackboard.AllSlots(), "", "bogus")[rnd.IntN(9)]] = kinds // "" and "bogus" are not slots: both encoders must agree on them
 			}
 			out := &KernelOutput{TraceID: randomString(rnd), View: view, Final: Final{
 				BeliefCommitted: rnd.IntN(2) == 0, BeliefCode: reason.Code(randomString(rnd)), PlanCode: "PLAN_FEASIBLE", SafeActionCode: reason.Code(randomString(rnd)),

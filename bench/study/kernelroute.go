@@ -83,11 +83,11 @@ func (e *kernelEpisode) holds(id string) bool {
 // slotOf is the slot an id the kernel assigned names ([store.RecordID]).
 func slotOf(id string) blackboard.Slot {
 	for _, s := range []blackboard.Slot{blackboard.Beliefs, blackboard.Plans, blackboard.Actions} {
-		if name := s.String(); len(id) > len(name) && (id[len(name)] == ':' || id[len(name)] == '@') && id[:len(name)] == name {
+		if name := string(s); len(id) > len(name) && (id[len(name)] == ':' || id[len(name)] == '@') && id[:len(name)] == name {
 			return s
 		}
 	}
-	return 0
+	return ""
 }
 
 // reject records a rejected proposal of the route for the fallback.

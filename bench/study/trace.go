@@ -28,7 +28,7 @@ func kernelTrace(ctx context.Context, r *kernel.Proposer, traceID string) ([]str
 
 // recordText describes one record.
 func recordText(r blackboard.Record) string {
-	name := r.Slot.String() + "." + r.Kind
+	name := string(r.Slot) + "." + r.Kind
 	if r.Mode == blackboard.ModePropose {
 		switch {
 		case r.Status == blackboard.StatusActive:
@@ -56,7 +56,7 @@ func recordText(r blackboard.Record) string {
 		verb = " " + string(r.Reason)
 	}
 	if r.Status != blackboard.StatusActive {
-		verb += " [" + r.Status.String() + "]"
+		verb += " [" + string(r.Status) + "]"
 	}
 	return name + verb + detail
 }

@@ -184,10 +184,11 @@ func (l *ledger) view(nowMS int64, vm *viewMaps) map[blackboard.Slot]map[string]
 		if r.Status != blackboard.StatusActive || r.Mode != blackboard.ModeCommit || p.TTLMS > 0 && nowMS > p.TimestampMS+p.TTLMS {
 			continue
 		}
-		valid := r.Slot >= 1 && int(r.Slot) < len(vm.bySlot)
+		at := slotIndex(r.Slot)
+		valid := at >= 0
 		var m map[string]blackboard.Payload
 		if valid {
-			m = vm.bySlot[r.Slot].kinds
+			m = vm.bySlot[at].kinds
 		} else {
 			m = v[r.Slot]
 		}
@@ -201,7 +202,7 @@ func (l *ledger) view(nowMS int64, vm *viewMaps) map[blackboard.Slot]map[string]
 		}
 		m[r.Kind] = r.Payload
 		if valid {
-			vm.bySlot[r.Slot] = slotView{kinds: m, kind: r.Kind, payload: r.Payload}
+			vm.bySlot[at] = slotView{kinds: m, kind: r.Kind, payload: r.Payload}
 		}
 	}
 	return v
@@ -212,10 +213,10 @@ func (l *ledger) view(nowMS int64, vm *viewMaps) map[blackboard.Slot]map[string]
 // small allocations, and nothing reads it after its line.
 type viewMaps struct {
 	slots map[blackboard.Slot]map[string]blackboard.Payload
-	// bySlot are slots' maps by slot, each with the kind and payload last
+	// bySlot are slots' maps in slotsByName order, each with the kind and payload last
 	// put in it: when a map holds one kind, that is its only entry, and
 	// the line is written without iterating it.
-	bySlot [blackboard.Actions + 1]slotView
+	bySlot [len(slotsByName)]slotView
 	// spare are emptied maps of slots.
 	spare []map[string]blackboard.Payload
 }

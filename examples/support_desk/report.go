@@ -151,7 +151,7 @@ func (r *reporter) reason(rec audit.Entry) string {
 	case "refund_due":
 		var on []string
 		for _, ref := range rec.EvidenceRefs {
-			if strings.HasPrefix(ref, blackboard.Percepts.String()+":") {
+			if strings.HasPrefix(ref, string(blackboard.Percepts)+":") {
 				on = append(on, ref)
 			}
 		}

@@ -23,10 +23,10 @@ const root = "../.."
 // exports now, on the way to 1,200 names in the library, 120 in toolgate
 // and 200 in kernel + blackboard.
 const (
-	maxLibrary      = 1230 // exported names of the library, test-support packages excluded
+	maxLibrary      = 1214 // exported names of the library, test-support packages excluded
 	maxToolgate     = 138  // package toolgate
 	maxGateMethods  = 25   // methods on *toolgate.Gate, exported or not
-	maxKernelVocab  = 216  // kernel + blackboard: what an integrator imports
+	maxKernelVocab  = 200  // kernel + blackboard: what an integrator imports
 	maxFileLines    = 700  // any non-test Go file in the repository
 	namesFile       = "names.txt"
 	namesFileHeader = "# The library's exported names, one per line (package, name). Regenerate with\n# go test ./internal/apibudget -run TestNames -update; review the diff.\n"

@@ -76,7 +76,7 @@ func Approvals(ctx context.Context, s store.Store, namespace string, now time.Ti
 		if a, ok := audit.ApprovalOf(r); ok {
 			// Only an approval that expired leaves room for a new decision;
 			// the gate writes none after a denial or a used approval.
-			if a.Decision != audit.Approved || !r.Expired(now) {
+			if a.Decision != audit.Approved || !(r.Status == blackboard.StatusExpired || r.ExpiredAt(now.UnixMilli())) {
 				decided[a.ActionID] = true
 			}
 			continue

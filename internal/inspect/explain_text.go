@@ -74,7 +74,7 @@ func (x *explainer) summary(r *blackboard.Record) string {
 		}
 		return s
 	}
-	return name + " written by " + r.Provenance.Writer + " (" + r.Provenance.Role.String() + ")"
+	return name + " written by " + r.Provenance.Writer + " (" + string(r.Provenance.Role) + ")"
 }
 
 // perceptSummary is a percept in one line: kind, writer, flags,
@@ -89,7 +89,7 @@ func perceptSummary(r *blackboard.Record) string {
 		parts = append(parts, "ttl="+strconv.FormatInt(r.Provenance.TTLMS, 10)+"ms")
 	}
 	if r.Status != blackboard.StatusActive {
-		parts = append(parts, r.Status.String())
+		parts = append(parts, string(r.Status))
 	}
 	return s + parens(strings.Join(parts, ", "))
 }

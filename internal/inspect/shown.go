@@ -148,7 +148,7 @@ func recordedFault(r *blackboard.Record) string {
 	case r == nil:
 		return "no record of this trace"
 	case r.Slot != blackboard.Evidence || r.Kind != audit.KindCompiledContext:
-		return "a " + r.Slot.String() + " record of kind " + r.Kind + ", not a compiled context"
+		return "a " + string(r.Slot) + " record of kind " + r.Kind + ", not a compiled context"
 	case r.Provenance.Role != blackboard.RoleKernel:
 		return "not written by the kernel"
 	}

@@ -123,7 +123,7 @@ func runStats(ctx context.Context, e *env, _ []string) error {
 	}
 	fmt.Fprintln(tw, "\nRECORDS PER SLOT\tTOTAL\tACTIVE\tINVALIDATED\tEXPIRED")
 	for _, c := range rep.Records {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", Inert(c.Slot.String()), c.Total, c.Active, c.Invalidated, c.Expired)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", Inert(string(c.Slot)), c.Total, c.Active, c.Invalidated, c.Expired)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

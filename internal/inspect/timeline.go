@@ -211,7 +211,7 @@ func singular(s blackboard.Slot) string {
 	if s == blackboard.Evidence {
 		return "evidence"
 	}
-	return strings.TrimSuffix(s.String(), "s")
+	return strings.TrimSuffix(string(s), "s")
 }
 
 func (b *timelineBuilder) record(r *blackboard.Record) {
@@ -239,7 +239,7 @@ func (b *timelineBuilder) record(r *blackboard.Record) {
 	case r.Mode == blackboard.ModeCommit && r.Provenance.Role == blackboard.RoleKernel:
 		b.commit(r, name)
 	default:
-		b.add(stepNext, EventRecord, r, r.Reason, name+" written by "+r.Provenance.Role.String(), "")
+		b.add(stepNext, EventRecord, r, r.Reason, name+" written by "+string(r.Provenance.Role), "")
 	}
 }
 

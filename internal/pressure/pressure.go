@@ -158,7 +158,7 @@ func conflictPressure(trace []blackboard.Record, now time.Time, threshold float6
 	}
 	var kinds, conflicted int
 	for _, r := range current {
-		if r.Status == blackboard.StatusExpired || r.Expired(now) {
+		if r.Status == blackboard.StatusExpired || r.ExpiredAt(now.UnixMilli()) {
 			continue // stale evidence, not a conflict
 		}
 		kinds++

@@ -183,7 +183,7 @@ func (s *Store) indexAll() {
 // indexRec appends the record m at l to its slot's indexes, and packs the
 // payload of the record of that slot that leaves the window.
 func (s *Store) indexRec(l memLoc, m *memRec) {
-	ix, slot := s.ix, m.slot()
+	ix, slot := s.ix, m.slotCode()
 	idx := s.index(ix.slots[slot], l)
 	ix.slots[slot] = idx
 	if m.scope() == blackboard.ScopePersistent {
@@ -214,7 +214,7 @@ func (s *Store) index(dst []memLoc, l memLoc) []memLoc {
 	if cap(dst) == 0 {
 		ix := s.ix
 		if len(ix.locs) < indexBlock {
-			ix.locs = make([]memLoc, (blackboard.Actions+1)*indexBlock)
+			ix.locs = make([]memLoc, numSlots*indexBlock)
 		}
 		dst, ix.locs = ix.locs[:0:indexBlock], ix.locs[indexBlock:]
 	}

@@ -61,8 +61,8 @@ type Store struct {
 // where their first blocks and the trace blocks are carved from, and the
 // packed payloads.
 type memIndex struct {
-	slots      [blackboard.Actions + 1][]memLoc
-	persistent [blackboard.Actions + 1][]memLoc
+	slots      [numSlots][]memLoc // indexed by the slot's code (memRec.slotCode)
+	persistent [numSlots][]memLoc
 	locs       []memLoc    // carved into the first blocks of the slot indexes
 	slab       []memRec    // carved into trace blocks, so few large allocations serve many traces
 	packs      [][]memPair // arrays of packed payloads; the last one is filled next
@@ -233,9 +233,9 @@ func (s *Store) nothingIn(ctx context.Context, slot blackboard.Slot, f store.Fil
 		return true
 	}
 	if f.Scope == blackboard.ScopePersistent {
-		return len(s.ix.persistent[slot]) == 0
+		return len(s.ix.persistent[code(slotOf[:], slot)]) == 0
 	}
-	return len(s.ix.slots[slot]) == 0
+	return len(s.ix.slots[code(slotOf[:], slot)]) == 0
 }
 
 // noRecords is the listing of nothing.
@@ -255,9 +255,10 @@ func (s *Store) appendSlot(dst []blackboard.Record, slot blackboard.Slot, f stor
 		}
 		return dst
 	}
-	src := s.ix.slots[slot]
+	c := code(slotOf[:], slot)
+	src := s.ix.slots[c]
 	if f.Scope == blackboard.ScopePersistent {
-		src = s.ix.persistent[slot]
+		src = s.ix.persistent[c]
 	}
 	for _, l := range src {
 		tr := &s.traces[l.trace]
@@ -388,6 +389,6 @@ func (s *Store) AppendTrace(ctx context.Context, dst []blackboard.Record, namesp
 
 // match reports whether rec passes f (see [store.Filter]).
 func match(f store.Filter, rec *blackboard.Record) bool {
-	return (f.Status == 0 || rec.Status == f.Status) && (f.Scope == 0 || rec.Scope == f.Scope) &&
+	return (f.Status == "" || rec.Status == f.Status) && (f.Scope == "" || rec.Scope == f.Scope) &&
 		(f.Namespace == "" || rec.Namespace == f.Namespace)
 }

@@ -363,7 +363,7 @@ func TestListingsAcrossIndexing(t *testing.T) {
 				ID: store.RecordID(slot, "", trace, n), Slot: slot, Mode: blackboard.ModeCommit, Kind: "k",
 				Payload:    blackboard.Payload{"i": float64(i)},
 				Provenance: blackboard.Provenance{Role: blackboard.RoleSymbolic, Writer: "w", TraceID: trace, TimestampMS: int64(i)},
-				Status:     blackboard.StatusActive, Reason: reason.Committed, Scope: blackboard.Scope(1 + i/2%2),
+				Status:     blackboard.StatusActive, Reason: reason.Committed, Scope: []blackboard.Scope{blackboard.ScopeEpisode, blackboard.ScopePersistent}[i/2%2],
 			}
 			b := store.Batch{Appends: []blackboard.Record{r}}
 			if i%4 == 3 { // invalidate an earlier record of the trace

@@ -30,7 +30,8 @@ type memRec struct {
 }
 
 // The bit fields of memRec.bits. A checked record's slot and role are in
-// 1..7 and its mode, status and scope in 1..3.
+// 1..7 and its mode, status and scope in 1..3: their places in the tables
+// below (see [code]).
 const (
 	bitsSlot   = 0 // 3 bits
 	bitsRole   = 3 // 3 bits
@@ -40,20 +41,48 @@ const (
 	bitPacked  = 1 << 12
 )
 
-// recBits packs the enumerations of a checked record into memRec.bits.
-func recBits(r *blackboard.Record) uint16 {
-	return uint16(r.Slot)<<bitsSlot | uint16(r.Provenance.Role)<<bitsRole | uint16(r.Mode)<<bitsMode |
-		uint16(r.Status)<<bitsStatus | uint16(r.Scope)<<bitsScope
+// The values each bit field stands for; index 0, the zero value, is never
+// stored, as [store.Batch.Check] refuses it. The slot's code also indexes
+// memIndex.
+var (
+	slotOf   = [...]blackboard.Slot{"", blackboard.Percepts, blackboard.Beliefs, blackboard.Constraints, blackboard.Plans, blackboard.Evidence, blackboard.Predictions, blackboard.Actions}
+	roleOf   = [...]blackboard.Role{"", blackboard.RoleKernel, blackboard.RoleTool, blackboard.RolePlanner, blackboard.RoleSymbolic, blackboard.RoleEvidence, blackboard.RoleSimulator, blackboard.RoleApprover}
+	modeOf   = [...]blackboard.Mode{"", blackboard.ModePropose, blackboard.ModeCommit, ""}
+	statusOf = [...]blackboard.Status{"", blackboard.StatusActive, blackboard.StatusInvalidated, blackboard.StatusExpired}
+	scopeOf  = [...]blackboard.Scope{"", blackboard.ScopeEpisode, blackboard.ScopePersistent, ""}
+)
+
+// numSlots is the length of a table indexed by a slot's code.
+const numSlots = len(slotOf)
+
+// code returns v's index in table, or 0 (the zero value's) if it has none.
+func code[T ~string](table []T, v T) uint16 {
+	if v == "" {
+		return 0
+	}
+	for i := 1; i < len(table); i++ {
+		if table[i] == v {
+			return uint16(i)
+		}
+	}
+	return 0
 }
 
-func (m *memRec) slot() blackboard.Slot     { return blackboard.Slot(m.bits >> bitsSlot & 7) }
-func (m *memRec) role() blackboard.Role     { return blackboard.Role(m.bits >> bitsRole & 7) }
-func (m *memRec) mode() blackboard.Mode     { return blackboard.Mode(m.bits >> bitsMode & 3) }
-func (m *memRec) status() blackboard.Status { return blackboard.Status(m.bits >> bitsStatus & 3) }
-func (m *memRec) scope() blackboard.Scope   { return blackboard.Scope(m.bits >> bitsScope & 3) }
+// recBits packs the enumerations of a checked record into memRec.bits.
+func recBits(r *blackboard.Record) uint16 {
+	return code(slotOf[:], r.Slot)<<bitsSlot | code(roleOf[:], r.Provenance.Role)<<bitsRole | code(modeOf[:], r.Mode)<<bitsMode |
+		code(statusOf[:], r.Status)<<bitsStatus | code(scopeOf[:], r.Scope)<<bitsScope
+}
+
+func (m *memRec) slotCode() uint16          { return m.bits >> bitsSlot & 7 }
+func (m *memRec) slot() blackboard.Slot     { return slotOf[m.slotCode()] }
+func (m *memRec) role() blackboard.Role     { return roleOf[m.bits>>bitsRole&7] }
+func (m *memRec) mode() blackboard.Mode     { return modeOf[m.bits>>bitsMode&3] }
+func (m *memRec) status() blackboard.Status { return statusOf[m.bits>>bitsStatus&3] }
+func (m *memRec) scope() blackboard.Scope   { return scopeOf[m.bits>>bitsScope&3] }
 
 func (m *memRec) setStatus(st blackboard.Status) {
-	m.bits = m.bits&^(3<<bitsStatus) | uint16(st)<<bitsStatus
+	m.bits = m.bits&^(3<<bitsStatus) | code(statusOf[:], st)<<bitsStatus
 }
 
 // memMore holds the fields of a record that most records leave empty.

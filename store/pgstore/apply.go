@@ -192,7 +192,7 @@ func (s *Store) applyOnce(ctx context.Context, p *plan) error {
 		batch.Queue(s.q.checkShared, cmp.Or(p.b.SharedNamespace, blackboard.DefaultNamespace), int64(p.b.Shared))
 	}
 	for _, inv := range p.b.Invalidations {
-		batch.Queue(s.q.invalidate, inv.Status.String(), string(inv.Reason), inv.ID, active)
+		batch.Queue(s.q.invalidate, string(inv.Status), string(inv.Reason), inv.ID, active)
 	}
 	if len(p.changed) > 0 {
 		batch.Queue(s.q.countInvalidated, p.changed, p.appended, p.appNSs)

@@ -30,10 +30,10 @@ type row struct {
 // lists as text arrays (a nil list as NULL). An empty namespace is stored
 // as [blackboard.DefaultNamespace], as the store contract asks.
 func encode(r *blackboard.Record) (row, error) {
-	role, err := r.Provenance.Role.MarshalText()
-	if err != nil {
-		return row{}, fmt.Errorf("pgstore: record %s: %w: %v", r.ID, blackboard.ErrInvalidInput, err)
+	if !r.Provenance.Role.Valid() {
+		return row{}, fmt.Errorf("pgstore: record %s: %w: role %q", r.ID, blackboard.ErrInvalidInput, r.Provenance.Role)
 	}
+	role := string(r.Provenance.Role)
 	p := &r.Provenance
 	// PostgreSQL text cannot hold a NUL character: refuse rather than alter.
 	if hasNUL(r.ID, r.Kind, p.TraceID, p.Writer, string(r.Reason), r.Namespace, p.Span) || hasNUL(p.InputRefs...) || hasNUL(r.EvidenceRefs...) {
@@ -59,9 +59,9 @@ func encode(r *blackboard.Record) (row, error) {
 		namespace = blackboard.DefaultNamespace
 	}
 	return row{trace: p.TraceID, args: []any{
-		r.ID, p.TraceID, int64(0), r.Slot.String(), r.Mode.String(), r.Kind, string(payload),
-		string(role), p.Writer, p.TimestampMS, p.InputRefs, confidence, p.TTLMS, r.EvidenceRefs,
-		r.Status.String(), string(r.Reason), r.Scope.String(), namespace, p.Span,
+		r.ID, p.TraceID, int64(0), string(r.Slot), string(r.Mode), r.Kind, string(payload),
+		role, p.Writer, p.TimestampMS, p.InputRefs, confidence, p.TTLMS, r.EvidenceRefs,
+		string(r.Status), string(r.Reason), string(r.Scope), namespace, p.Span,
 	}, namespace: namespace}, nil
 }
 

@@ -454,7 +454,7 @@ func (w *worker) episode(ctx context.Context, trace, tag, charge string, stale b
 	sym, tool, gov := w.k.Symbolic("policy"), w.k.Handle(blackboard.RoleTool, "stripe"), w.k.Governor()
 	recorded := w.recorded
 	if tag == "" {
-		if _, err := sym.CommitConstraint(ctx, trace, kernel.Constraint{Name: "no_duplicate_refund", Enabled: true, BlocksField: "is_duplicate"}, 0); err != nil {
+		if _, err := sym.CommitConstraint(ctx, trace, kernel.Constraint{Name: "no_duplicate_refund", Enabled: true, BlocksField: "is_duplicate"}, ""); err != nil {
 			w.fail("constraint", err)
 			return
 		}

@@ -108,8 +108,8 @@ func newQueries(schema string) queries {
 		// a CASE: as a condition, they would match the partial index of
 		// persistent records, which the server may then read whole.
 		share: "INSERT INTO " + namespaces + " AS c (namespace, shared)" +
-			" SELECT ns, 1 FROM (SELECT unnest($1::text[]) UNION SELECT CASE WHEN r.slot = '" + blackboard.Constraints.String() +
-			"' AND r.scope = '" + blackboard.ScopePersistent.String() + "' THEN r.namespace END FROM " + records + " r" +
+			" SELECT ns, 1 FROM (SELECT unnest($1::text[]) UNION SELECT CASE WHEN r.slot = '" + string(blackboard.Constraints) +
+			"' AND r.scope = '" + string(blackboard.ScopePersistent) + "' THEN r.namespace END FROM " + records + " r" +
 			" WHERE r.id = ANY ($2::text[])) AS x(ns) WHERE ns IS NOT NULL" +
 			" ORDER BY ns ON CONFLICT (namespace) DO UPDATE SET shared = c.shared + 1",
 		// The position is the trace's counter, already advanced past the

@@ -201,7 +201,7 @@ func (s *Store) Schema() string { return s.schema }
 var errClosed = fmt.Errorf("pgstore: %w", blackboard.ErrClosed)
 
 // active is how the ACTIVE status is stored.
-var active = blackboard.StatusActive.String()
+var active = string(blackboard.StatusActive)
 
 // enter checks ctx and that the store is open, and holds the store open
 // until the returned function is called.
@@ -271,7 +271,7 @@ func (s *Store) Get(ctx context.Context, id string) (blackboard.Record, error) {
 func (s *Store) FindActive(ctx context.Context, namespace, traceID string, slot blackboard.Slot, kind string) (blackboard.Record, error) {
 	ns := cmp.Or(namespace, blackboard.DefaultNamespace)
 	return s.one(ctx, "find active", s.q.find, fmt.Sprintf("no active %s %q in trace %q of namespace %q", slot, kind, traceID, ns),
-		traceID, ns, slot.String(), kind, active)
+		traceID, ns, string(slot), kind, active)
 }
 
 // one runs a query for at most one record; missing describes no result.
@@ -451,22 +451,16 @@ func (s *Store) ListSlot(ctx context.Context, slot blackboard.Slot, f store.Filt
 		err = fmt.Errorf("pgstore: %w", err)
 		return func(yield func(blackboard.Record, error) bool) { yield(blackboard.Record{}, err) }
 	}
-	var status, scope string
-	if f.Status != 0 {
-		status = f.Status.String()
-	}
-	if f.Scope != 0 {
-		scope = f.Scope.String()
-	}
+	status, scope := string(f.Status), string(f.Scope)
 	switch {
 	case !storable(f.Namespace):
 		return s.list(ctx, "", false)
 	case f.Scope == blackboard.ScopePersistent && f.Namespace != "":
-		return s.list(ctx, s.q.slotPersistentNS, false, slot.String(), f.Namespace, status)
+		return s.list(ctx, s.q.slotPersistentNS, false, string(slot), f.Namespace, status)
 	case f.Scope == blackboard.ScopePersistent:
-		return s.list(ctx, s.q.slotPersistent, false, slot.String(), status)
+		return s.list(ctx, s.q.slotPersistent, false, string(slot), status)
 	}
-	return s.list(ctx, s.q.slotAny, false, slot.String(), status, scope, f.Namespace)
+	return s.list(ctx, s.q.slotAny, false, string(slot), status, scope, f.Namespace)
 }
 
 // list streams the rows of a paged query: args are followed by the cursor

@@ -106,8 +106,8 @@ type writes struct {
 
 // The slot and scope of a persistent constraint, as stored.
 var (
-	constraintsSlot = blackboard.Constraints.String()
-	persistentScope = blackboard.ScopePersistent.String()
+	constraintsSlot = string(blackboard.Constraints)
+	persistentScope = string(blackboard.ScopePersistent)
 )
 
 // share records a change of the persistent constraints of namespace ns
@@ -157,7 +157,7 @@ func (s *Store) applyTx(ctx context.Context, w *writes, b store.Batch) (err erro
 		update := tx.StmtContext(ctx, s.invalidate)
 		for _, inv := range invs {
 			var trace, ns, slot, scope string
-			err := update.QueryRowContext(ctx, inv.Status.String(), string(inv.Reason), inv.ID, active).Scan(&trace, &ns, &slot, &scope)
+			err := update.QueryRowContext(ctx, string(inv.Status), string(inv.Reason), inv.ID, active).Scan(&trace, &ns, &slot, &scope)
 			if errors.Is(err, sql.ErrNoRows) {
 				return s.whyNotUpdated(ctx, tx, inv.ID)
 			}

@@ -22,10 +22,10 @@ const columns = "id, trace_id, slot, mode, kind, payload, role, writer, ts_ms, "
 // namespace is stored as [blackboard.DefaultNamespace], as the store contract
 // asks, so that it reads back the same from every store.
 func encode(r *blackboard.Record) ([]any, error) {
-	role, err := r.Provenance.Role.MarshalText()
-	if err != nil {
-		return nil, fmt.Errorf("sqlitestore: record %s: %w", r.ID, err)
+	if !r.Provenance.Role.Valid() {
+		return nil, fmt.Errorf("sqlitestore: record %s: %w: role %q", r.ID, blackboard.ErrInvalidInput, r.Provenance.Role)
 	}
+	role := string(r.Provenance.Role)
 	var confidence any
 	if c := r.Provenance.Confidence; c != nil {
 		if math.IsNaN(*c) {
@@ -50,10 +50,10 @@ func encode(r *blackboard.Record) ([]any, error) {
 		namespace = blackboard.DefaultNamespace
 	}
 	return []any{
-		r.ID, r.Provenance.TraceID, r.Slot.String(), r.Mode.String(), r.Kind, payload,
-		string(role), r.Provenance.Writer, r.Provenance.TimestampMS,
+		r.ID, r.Provenance.TraceID, string(r.Slot), string(r.Mode), r.Kind, payload,
+		role, r.Provenance.Writer, r.Provenance.TimestampMS,
 		inputs, confidence, r.Provenance.TTLMS, evidence,
-		r.Status.String(), string(r.Reason), r.Scope.String(), namespace, r.Provenance.Span,
+		string(r.Status), string(r.Reason), string(r.Scope), namespace, r.Provenance.Span,
 	}, nil
 }
 

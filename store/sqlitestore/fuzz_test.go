@@ -57,6 +57,20 @@ func fuzzRefs(mode uint64, s string) []string {
 // back exactly what went in (an empty namespace as the default) from Get,
 // ListTrace and FindActive, and then changes only its status on a valid
 // status change.
+// The enums a fuzz byte picks from, in the order of their former numeric
+// values (so the stored corpus means what it did): the zero value first,
+// and a name no store accepts last where the byte can reach past the valid
+// ones.
+var (
+	fuzzSlots = [...]blackboard.Slot{"", blackboard.Percepts, blackboard.Beliefs, blackboard.Constraints, blackboard.Plans,
+		blackboard.Evidence, blackboard.Predictions, blackboard.Actions, "Percepts"}
+	fuzzModes    = [...]blackboard.Mode{"", blackboard.ModePropose, blackboard.ModeCommit, "proposal"}
+	fuzzStatuses = [...]blackboard.Status{"", blackboard.StatusActive, blackboard.StatusInvalidated, blackboard.StatusExpired, "active"}
+	fuzzScopes   = [...]blackboard.Scope{"", blackboard.ScopeEpisode, blackboard.ScopePersistent, "global"}
+	fuzzRoles    = [...]blackboard.Role{"", blackboard.RoleKernel, blackboard.RoleTool, blackboard.RolePlanner, blackboard.RoleSymbolic,
+		blackboard.RoleEvidence, blackboard.RoleSimulator, blackboard.RoleApprover}
+)
+
 func FuzzRecordRoundTrip(f *testing.F) {
 	f.Add("percepts:t:1", "t", "door", "tool", "COMMITTED", []byte(`{"open":true,"n":[1,2.5,null]}`), "a,b", "", 0.5, int64(1), int64(0), uint64(0x0201_0212_0101_0201))
 	f.Add("x", "t", "k", "", "", []byte(`{"s":"\ud800\u2028<&>"}`), "", "e", math.Copysign(0, -1), int64(-1), int64(math.MaxInt64), uint64(0x0102_0203_0112))
@@ -79,9 +93,9 @@ func FuzzRecordRoundTrip(f *testing.F) {
 		if traceID != "" {
 			traceID += suffix
 		}
-		r := blackboard.Record{ID: id, Slot: blackboard.Slot(e(0) % 9), Mode: blackboard.Mode(e(1) % 4), Kind: kind, Status: blackboard.Status(e(2) % 5),
-			Scope: blackboard.Scope(e(3) % 4), Reason: reason.Code(why), EvidenceRefs: fuzzRefs(e(4)>>4, evidence),
-			Provenance: blackboard.Provenance{Role: blackboard.Role(e(5) % 8), Writer: writer, TraceID: traceID, TimestampMS: ts,
+		r := blackboard.Record{ID: id, Slot: fuzzSlots[e(0)%9], Mode: fuzzModes[e(1)%4], Kind: kind, Status: fuzzStatuses[e(2)%5],
+			Scope: fuzzScopes[e(3)%4], Reason: reason.Code(why), EvidenceRefs: fuzzRefs(e(4)>>4, evidence),
+			Provenance: blackboard.Provenance{Role: fuzzRoles[e(5)%8], Writer: writer, TraceID: traceID, TimestampMS: ts,
 				InputRefs: fuzzRefs(e(4), inputs), TTLMS: ttl}}
 		if e(6)%2 == 1 {
 			r.Provenance.Confidence = &conf
@@ -133,7 +147,7 @@ func FuzzRecordRoundTrip(f *testing.F) {
 			t.Fatalf("FindActive of a %s record: %+v, %v", r.Status, got, err)
 		}
 		// A status change with fuzzed status and reason.
-		inv := store.Invalidation{ID: r.ID, Status: blackboard.Status(e(7) % 5), Reason: reason.Code(strings.ToUpper(writer))}
+		inv := store.Invalidation{ID: r.ID, Status: fuzzStatuses[e(7)%5], Reason: reason.Code(strings.ToUpper(writer))}
 		err = s.Apply(ctx, store.Batch{Invalidations: []store.Invalidation{{ID: inv.ID, Status: inv.Status, Reason: inv.Reason}}})
 		valid := (inv.Status == blackboard.StatusInvalidated || inv.Status == blackboard.StatusExpired) && inv.Reason != ""
 		switch {

@@ -152,7 +152,7 @@ func TestStoreReopen(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := [2]string{r.Status.String(), string(r.Reason)}; got != want {
+		if got := [2]string{string(r.Status), string(r.Reason)}; got != want {
 			t.Errorf("after reopening %s is %v, want %v", id, got, want)
 		}
 	}
@@ -477,8 +477,8 @@ func TestStoreRefusesUnstorable(t *testing.T) {
 		mutate func(*blackboard.Record)
 		want   error
 	}{
-		{"zero role", func(r *blackboard.Record) { r.Provenance.Role = 0 }, blackboard.ErrInvalidInput},
-		{"unknown role", func(r *blackboard.Record) { r.Provenance.Role = blackboard.RoleApprover + 1 }, blackboard.ErrInvalidInput},
+		{"zero role", func(r *blackboard.Record) { r.Provenance.Role = "" }, blackboard.ErrInvalidInput},
+		{"unknown role", func(r *blackboard.Record) { r.Provenance.Role = "Kernel" }, blackboard.ErrInvalidInput},
 		{"NaN confidence", func(r *blackboard.Record) { r.Provenance.Confidence = new(math.NaN()) }, blackboard.ErrInvalidInput},
 		{"invalid UTF-8 in a payload string", func(r *blackboard.Record) { r.Payload["s"] = bad }, blackboard.ErrInvalidPayload},
 		{"invalid UTF-8 in a payload key", func(r *blackboard.Record) { r.Payload[bad] = 1.0 }, blackboard.ErrInvalidPayload},

@@ -128,14 +128,14 @@ func testListSlot(t *testing.T, s store.Store) {
 		wantSame(t, collect(t, "ListSlot", s.ListSlot(ctx, l.slot, l.f)), l.want,
 			fmt.Sprintf("ListSlot(%s, %s) returns exactly the matching records of every trace in append order", l.slot, show(l.f)))
 	}
-	for _, slot := range []blackboard.Slot{0, blackboard.Actions + 1} {
+	for _, slot := range []blackboard.Slot{"", "Actions", "percept"} {
 		var err error
 		for _, e := range s.ListSlot(ctx, slot, store.Filter{}) {
 			if err = e; err != nil {
 				break
 			}
 		}
-		wantErr(t, err, blackboard.ErrInvalidInput, fmt.Sprintf("ListSlot of slot %d", slot))
+		wantErr(t, err, blackboard.ErrInvalidInput, fmt.Sprintf("ListSlot of slot %q", slot))
 	}
 }
 
@@ -250,11 +250,12 @@ func testListSlotBadFilter(t *testing.T, s store.Store) {
 		slot blackboard.Slot
 		f    store.Filter
 	}{
-		{0, store.Filter{}},
-		{blackboard.Beliefs, store.Filter{Status: 9}},
-		{blackboard.Beliefs, store.Filter{Scope: 9}},
+		{"", store.Filter{}},
+		{"nope", store.Filter{}},
+		{blackboard.Beliefs, store.Filter{Status: "active"}},
+		{blackboard.Beliefs, store.Filter{Scope: "global"}},
 	} {
 		wantErr(t, firstErr(s.ListSlot(t.Context(), bad.slot, bad.f)), blackboard.ErrInvalidInput,
-			fmt.Sprintf("ListSlot(%d, %+v) refuses an invalid slot or filter", bad.slot, bad.f))
+			fmt.Sprintf("ListSlot(%q, %+v) refuses an invalid slot or filter", bad.slot, bad.f))
 	}
 }

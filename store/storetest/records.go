@@ -229,14 +229,14 @@ func testMalformed(t *testing.T, s store.Store) {
 		mutate func(*blackboard.Record)
 	}{
 		{"empty id", func(r *blackboard.Record) { r.ID = "" }},
-		{"zero slot", func(r *blackboard.Record) { r.Slot = 0 }},
-		{"unknown slot", func(r *blackboard.Record) { r.Slot = blackboard.Actions + 1 }},
-		{"zero mode", func(r *blackboard.Record) { r.Mode = 0 }},
-		{"unknown mode", func(r *blackboard.Record) { r.Mode = blackboard.ModeCommit + 1 }},
-		{"zero status", func(r *blackboard.Record) { r.Status = 0 }},
-		{"unknown status", func(r *blackboard.Record) { r.Status = blackboard.StatusExpired + 1 }},
-		{"zero scope", func(r *blackboard.Record) { r.Scope = 0 }},
-		{"unknown scope", func(r *blackboard.Record) { r.Scope = blackboard.ScopePersistent + 1 }},
+		{"zero slot", func(r *blackboard.Record) { r.Slot = "" }},
+		{"unknown slot", func(r *blackboard.Record) { r.Slot = "Actions" }},
+		{"zero mode", func(r *blackboard.Record) { r.Mode = "" }},
+		{"unknown mode", func(r *blackboard.Record) { r.Mode = "proposal" }},
+		{"zero status", func(r *blackboard.Record) { r.Status = "" }},
+		{"unknown status", func(r *blackboard.Record) { r.Status = "active" }},
+		{"zero scope", func(r *blackboard.Record) { r.Scope = "" }},
+		{"unknown scope", func(r *blackboard.Record) { r.Scope = "global" }},
 		{"empty kind", func(r *blackboard.Record) { r.Kind = "" }},
 		{"empty trace id", func(r *blackboard.Record) { r.Provenance.TraceID = "" }},
 	}
@@ -295,7 +295,7 @@ func testInvalidateNotActive(t *testing.T, s store.Store) {
 	for _, id := range []string{a.ID, b.ID, born.ID} {
 		for _, st := range []blackboard.Status{blackboard.StatusInvalidated, blackboard.StatusExpired} {
 			wantErr(t, setStatus(t.Context(), s, id, st, reason.SupersededByCommit), store.ErrNotActive,
-				"Apply refuses a status change of a record that is not ACTIVE ("+id+" to "+st.String()+")")
+				"Apply refuses a status change of a record that is not ACTIVE ("+id+" to "+string(st)+")")
 		}
 	}
 	unchanged(t, s, before, "a refused status change keeps the first status and reason")
@@ -315,8 +315,8 @@ func testInvalidateBadInput(t *testing.T, s store.Store) {
 		reason reason.Code
 	}{
 		{"target status ACTIVE", blackboard.StatusActive, reason.StaleEvidence},
-		{"zero target status", 0, reason.StaleEvidence},
-		{"unknown target status", blackboard.StatusExpired + 1, reason.StaleEvidence},
+		{"zero target status", "", reason.StaleEvidence},
+		{"unknown target status", "active", reason.StaleEvidence},
 		{"empty reason", blackboard.StatusInvalidated, ""},
 		{"empty reason to EXPIRED", blackboard.StatusExpired, ""},
 	}

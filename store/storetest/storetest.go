@@ -186,7 +186,7 @@ func dump(t *testing.T, s store.Store) []blackboard.Record {
 	t.Helper()
 	var out []blackboard.Record
 	for _, slot := range blackboard.AllSlots() {
-		out = append(out, collect(t, "ListSlot("+slot.String()+")", s.ListSlot(t.Context(), slot, store.Filter{}))...)
+		out = append(out, collect(t, "ListSlot("+string(slot)+")", s.ListSlot(t.Context(), slot, store.Filter{}))...)
 	}
 	return out
 }

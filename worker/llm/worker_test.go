@@ -80,7 +80,7 @@ func setup(t *testing.T, k *kernel.Kernel, trace string, c condition) {
 	t.Helper()
 	ctx := context.Background()
 	rule := kernel.Constraint{Name: "no_duplicate_refund", Enabled: true, BlocksField: "is_duplicate"}
-	if _, err := k.Symbolic("rules").CommitConstraint(ctx, trace, rule, 0); err != nil {
+	if _, err := k.Symbolic("rules").CommitConstraint(ctx, trace, rule, ""); err != nil {
 		t.Fatal(err)
 	}
 	charge := blackboard.Payload{"charge_id": "ch_3P0x1A2B3C", "amount": 149.99, "currency": "usd",
