@@ -108,7 +108,7 @@ func (g *Gate) Mask(ctx context.Context, traceID string, v any) (string, error) 
 	}
 	if g.mask.ring != nil {
 		if err := checkTrace(traceID); err != nil {
-			return "", fmt.Errorf("%w: trace id: %v", ErrInvalidCall, err)
+			return "", invalidCall("trace id: %v", err)
 		}
 	}
 	return g.mask.value(ctx, traceID, v)

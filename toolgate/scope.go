@@ -115,19 +115,14 @@ func requestKey(traceID string) string {
 	return "toolgate/request/" + hex.EncodeToString(sum[:])
 }
 
-// ErrRequestRecorded is wrapped by the error of a [Gate.RecordRequest]
-// for a trace whose request is recorded already and is another one.
-// Nothing was recorded.
-var ErrRequestRecorded = errors.New("toolgate: the trace's request is recorded already, and is another")
-
 // recordRequest is [Gate.RecordRequest].
 func (x *executor) recordRequest(ctx context.Context, traceID string, r audit.Request) error {
 	if err := checkTrace(traceID); err != nil {
-		return fmt.Errorf("%w: trace id: %v", ErrInvalidCall, err)
+		return invalidCall("trace id: %v", err)
 	}
 	r, err := checkRequest(r)
 	if err != nil {
-		return fmt.Errorf("%w: request: %v", ErrInvalidCall, err)
+		return invalidCall("request: %v", err)
 	}
 	for attempt := 0; attempt < 2; attempt++ {
 		cur, _, ok, err := x.requestOf(ctx, traceID)
@@ -139,7 +134,7 @@ func (x *executor) recordRequest(ctx context.Context, traceID string, r audit.Re
 				return nil
 			}
 			if requestOnce() {
-				return fmt.Errorf("%w: trace %q: %s", ErrRequestRecorded, traceID, concerns(cur))
+				return errorf(blackboard.ErrDuplicateKey, "the trace's request is recorded already, and is another: trace %q: %s", traceID, concerns(cur))
 			}
 		}
 		keys := []string{requestKey(traceID)}

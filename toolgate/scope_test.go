@@ -196,7 +196,7 @@ func TestAttackCallForAnotherPrincipal(t *testing.T) {
 }
 
 // A trace's request is recorded once for good: the same request again
-// records nothing, another is ErrRequestRecorded and records nothing, and
+// records nothing, another is blackboard.ErrDuplicateKey and records nothing, and
 // the refund it would have let through stays refused.
 func TestAttackRequestReplaced(t *testing.T) {
 	d := newScopeDesk(t)
@@ -208,8 +208,8 @@ func TestAttackRequestReplaced(t *testing.T) {
 		}
 	}
 	err := d.g.RecordRequest(ctx, "T3", audit.Request{Principal: "cust_3", Resources: map[string][]string{"order": {"ord_1", "ord_3"}}})
-	if !errors.Is(err, toolgate.ErrRequestRecorded) {
-		t.Fatalf("another request for the trace: %v, want ErrRequestRecorded", err)
+	if !errors.Is(err, blackboard.ErrDuplicateKey) {
+		t.Fatalf("another request for the trace: %v, want blackboard.ErrDuplicateKey", err)
 	}
 	n := 0
 	for rec, err := range d.s.ListTrace(ctx, "", "T3") {
@@ -227,7 +227,7 @@ func TestAttackRequestReplaced(t *testing.T) {
 	wantOutOfScope(t, d.call(t, "T3", "issue_refund", `{"order_id":"ord_1","amount":40}`, ""), `"ord_3"`)
 }
 
-// Bad requests are ErrInvalidCall and record nothing.
+// Bad requests are blackboard.ErrInvalidInput and record nothing.
 func TestRecordRequestInvalid(t *testing.T) {
 	d := newScopeDesk(t)
 	for name, r := range map[string]audit.Request{
@@ -238,8 +238,8 @@ func TestRecordRequestInvalid(t *testing.T) {
 		"empty type":     {Principal: "p", Resources: map[string][]string{"": {"a"}}},
 		"long principal": {Principal: strings.Repeat("p", 300)},
 	} {
-		if err := d.g.RecordRequest(t.Context(), "T"+name, r); !errors.Is(err, toolgate.ErrInvalidCall) {
-			t.Errorf("%s: %v, want ErrInvalidCall", name, err)
+		if err := d.g.RecordRequest(t.Context(), "T"+name, r); !errors.Is(err, blackboard.ErrInvalidInput) {
+			t.Errorf("%s: %v, want blackboard.ErrInvalidInput", name, err)
 		}
 	}
 	for rec, err := range d.s.ListTrace(t.Context(), "", "Tno principal") {
