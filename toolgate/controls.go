@@ -242,7 +242,7 @@ func (v controlsValidator) Validate(_ context.Context, c kernel.Candidate) kerne
 	if !controlsDecide() || c.Proposal().Slot != blackboard.Actions {
 		return kernel.Cause{}
 	}
-	e := v.g.byAction[c.Proposal().Kind]
+	e := v.g.tools[c.Proposal().Kind]
 	if e == nil {
 		return kernel.Cause{}
 	}

@@ -26,7 +26,7 @@ func (x *executor) gated(ctx context.Context, actionID string) (blackboard.Recor
 	if err != nil {
 		return blackboard.Record{}, nil, audit.Entry{}, err
 	}
-	e := x.g.byAction[act.Kind]
+	e := x.g.tools[act.Kind]
 	if act.Slot != blackboard.Actions || act.Mode != blackboard.ModeCommit || e == nil {
 		return unknown("not a committed action of a registered tool")
 	}

@@ -17,9 +17,8 @@ import (
 // order them. It starts no goroutines.
 type Gate struct {
 	k         *kernel.Kernel
-	tools     map[string]*entry
+	tools     map[string]*entry // by name, which is the tool's action type
 	order     []*entry
-	byAction  map[string]*entry
 	contracts map[string]*contract
 	intents   map[string]map[string]bool // nil: no intents configured
 	lease     time.Duration

@@ -272,7 +272,7 @@ func (v scopeValidator) Validate(_ context.Context, c kernel.Candidate) kernel.C
 	if c.Proposal().Slot != blackboard.Actions {
 		return kernel.Cause{}
 	}
-	e := v.g.byAction[c.Proposal().Kind]
+	e := v.g.tools[c.Proposal().Kind]
 	if e == nil || len(e.Scope) == 0 {
 		return kernel.Cause{}
 	}

@@ -28,9 +28,6 @@ type Tool struct {
 	// the argument). Nil means an object with no declared properties. [Func]
 	// generates it from a Go type.
 	Parameters json.RawMessage
-	// Action is the kernel action type a call becomes; empty means Name.
-	// Two tools may not share an action type.
-	Action string
 	// Requires are the belief kinds a call rests on: they become the
 	// action's requires_beliefs, so the kernel commits the call only while
 	// each is committed, true and resting on current evidence. A tool with
@@ -272,13 +269,9 @@ func isRetryable(err error) bool {
 	return errors.As(err, &r)
 }
 
-// action returns the kernel action type of the tool.
-func (t *Tool) action() string {
-	if t.Action != "" {
-		return t.Action
-	}
-	return t.Name
-}
+// action returns the kernel action type a call of the tool becomes: its
+// name, so that a record's kind names the tool that wrote it.
+func (t *Tool) action() string { return t.Name }
 
 // resultKind returns the percept kind of the tool's results.
 func (t *Tool) resultKind() string {
