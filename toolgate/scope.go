@@ -12,15 +12,10 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/snapshot"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/reason"
 )
-
-// ScopePrincipal is the resource type a [Tool.Scope] names to tie an
-// argument to the request's principal itself (a customer_id argument
-// that must be the customer's own): the argument must equal
-// [audit.Request.Principal]. A request's Resources may not use it.
-const ScopePrincipal = "principal"
 
 // Limits of a [audit.Request], so that its record stays small.
 const (
@@ -68,7 +63,7 @@ func checkRequest(r audit.Request) (audit.Request, error) {
 		if err := checkLen(typ, maxRequestName); err != nil {
 			return audit.Request{}, fmt.Errorf("resource type %q: %v", typ, err)
 		}
-		if typ == ScopePrincipal {
+		if typ == snapshot.ScopePrincipal {
 			return audit.Request{}, fmt.Errorf("resource type %q is the principal's: set Principal", typ)
 		}
 		ids := slices.Clone(r.Resources[typ])
@@ -215,7 +210,7 @@ func (e *entry) scopeFailure(args blackboard.Payload, r audit.Request, ok bool) 
 		}
 		s, isString := given.(string)
 		within := isString && s == r.Principal
-		if typ != ScopePrincipal {
+		if typ != snapshot.ScopePrincipal {
 			within = isString && slices.Contains(r.Resources[typ], s)
 		}
 		if !within {

@@ -49,7 +49,7 @@ func newScopeDesk(t *testing.T) *scopeDesk {
 				id, _ := inv.Args["order_id"].(string)
 				d.refunds[id].Add(1)
 				return blackboard.Payload{"refunded": id}, nil
-			}}, {Name: "note_customer", Result: "note", Scope: map[string]string{"customer": toolgate.ScopePrincipal},
+			}}, {Name: "note_customer", Result: "note", Scope: map[string]string{"customer": "principal"},
 			Parameters: json.RawMessage(`{"type":"object","properties":{"customer":{"type":"string"},"text":{"type":"string"}},"required":["customer"]}`),
 			Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
 				return blackboard.Payload{"sent": true}, nil
@@ -232,7 +232,7 @@ func TestRecordRequestInvalid(t *testing.T) {
 	d := newScopeDesk(t)
 	for name, r := range map[string]audit.Request{
 		"no principal":   {Resources: map[string][]string{"order": {"ord_3"}}},
-		"reserved type":  {Principal: "p", Resources: map[string][]string{toolgate.ScopePrincipal: {"q"}}},
+		"reserved type":  {Principal: "p", Resources: map[string][]string{"principal": {"q"}}},
 		"empty id":       {Principal: "p", Resources: map[string][]string{"order": {""}}},
 		"control in id":  {Principal: "p", Resources: map[string][]string{"order": {"a\x1b"}}},
 		"empty type":     {Principal: "p", Resources: map[string][]string{"": {"a"}}},

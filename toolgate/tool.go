@@ -52,9 +52,11 @@ type Tool struct {
 	// Scope ties arguments to the request the trace serves
 	// ([Gate.RecordRequest]): each argument named (a top-level property,
 	// a string) must be one of the request's resources of the type given,
-	// or, for the type [ScopePrincipal], the request's principal:
+	// or, for the type "principal", the request's principal itself (a
+	// customer_id that must be the customer's own; a request's Resources
+	// may not use that type):
 	//
-	//	Scope: map[string]string{"order_id": "order"}
+	//	Scope: map[string]string{"order_id": "order", "customer_id": "principal"}
 	//
 	// A call that breaks it, or one in a trace with no request recorded,
 	// is refused with OUT_OF_SCOPE before the kernel decides it (and the
