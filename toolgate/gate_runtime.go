@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/internal/gatehook"
 )
 
 // The gate's methods that act on its committed actions and on a trace's
@@ -100,10 +101,13 @@ func (g *Gate) Recover(ctx context.Context) ([]Result, error) {
 	return g.x.recoverAll(ctx)
 }
 
-// Lease returns the gate's lease ([Config.Lease]): how long an attempt is
-// reserved to its driver. A process that restarts after a crash waits it
-// out before [Gate.Recover] can take over the attempts it left.
-func (g *Gate) Lease() time.Duration { return g.lease }
+// The supervisor reads the gate's lease ([Config.Lease]): how long an
+// attempt is reserved to its driver. A process that restarts after a
+// crash waits it out before [Gate.Recover] can take over the attempts it
+// left.
+func init() {
+	gatehook.Lease = func(g any) time.Duration { return g.(*Gate).lease }
+}
 
 // Controls returns the trace's run controls as recorded in the store (by
 // this gate or any other over it). Its cost is one indexed lookup for a
