@@ -12,7 +12,6 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/snapshot"
-	"github.com/blackboardkernel/bk/toolgate"
 )
 
 // hashPolicy is one recorded policy snapshot, by its hash: what a
@@ -187,7 +186,7 @@ func (c *checker) scopeHeld(t *trace) error {
 			typ := tp.Scope[arg]
 			s, isString := act.Payload[arg].(string)
 			within := isString && s == q.principal
-			if typ != toolgate.ScopePrincipal {
+			if typ != snapshot.ScopePrincipal {
 				within = isString && slices.Contains(q.resources[typ], s)
 			}
 			if !within {

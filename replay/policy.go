@@ -71,6 +71,13 @@ func (r *replayer) loadPolicies(ctx context.Context) error {
 		if len(p.Opaque) > 0 {
 			return r.fail(ErrNotReproducible, rec.ID, h, "it names validators that are code: "+strings.Join(p.Opaque, ", "), nil)
 		}
+		// A tool's action type is its name; a snapshot that records
+		// another was written by a gate that could rename it.
+		for _, t := range p.Tools {
+			if t.Action != "" && t.Action != t.Name {
+				return r.fail(ErrNotReproducible, rec.ID, h, "tool "+quote(t.Name)+" has the action type "+quote(t.Action)+", not its name", nil)
+			}
+		}
 		r.policies[h] = p
 	}
 	r.nowMS = r.firstMS
@@ -140,7 +147,7 @@ func (r *replayer) newGate(ctx context.Context, p snapshot.Policy) (*toolgate.Ga
 		if err != nil {
 			return nil, err
 		}
-		t := toolgate.Tool{Name: tp.Name, Description: "replayed from the store", Parameters: params, Action: tp.Action,
+		t := toolgate.Tool{Name: tp.Name, Description: "replayed from the store", Parameters: params,
 			Requires: tp.Requires, Unbound: tp.Unbound, Scope: tp.Scope, Unscoped: tp.Unscoped, Idempotent: tp.Idempotent, ReadOnly: tp.ReadOnly, Result: tp.Result,
 			ResultTTL: time.Duration(tp.ResultTTLMS) * time.Millisecond,
 			Retry:     toolgate.RetryPolicy{MaxAttempts: 1}, Effect: r.effect}

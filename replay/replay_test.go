@@ -303,6 +303,45 @@ func TestAttackTamperedPolicy(t *testing.T) {
 	}
 }
 
+// A snapshot whose tool has an action type other than its name (what a
+// gate that could rename a tool's action type recorded) is not
+// reproducible, and says which tool: a replayed gate's action type is
+// the tool's name.
+func TestRenamedActionNotReproducible(t *testing.T) {
+	path := deskDB(t)
+	var old, renamed string
+	tamper(t, path, func(p blackboard.Payload) {
+		old, _ = p["hash"].(string)
+		var pol snapshot.Policy
+		b, _ := json.Marshal(p["policy"])
+		json.Unmarshal(b, &pol)
+		pol.Tools[0].Action = "renamed"
+		renamed = pol.Tools[0].Name
+		var m map[string]any
+		b, _ = json.Marshal(pol)
+		json.Unmarshal(b, &m)
+		p["policy"], p["hash"] = m, pol.Encode().Hash
+	})
+	// Every record naming the old hash names the new one, so that the
+	// snapshot is the one the trace's decisions name.
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hash string
+	if err := db.QueryRow(`SELECT json_extract(payload, '$.hash') FROM records WHERE kind = ?`, audit.KindPolicy).Scan(&hash); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE records SET payload = replace(payload, ?, ?) WHERE kind != ?`, old, hash, audit.KindPolicy); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	_, err = replay.Trace(context.Background(), openDesk(t, path), deskNS, "T1")
+	if !errors.Is(err, replay.ErrNotReproducible) || !strings.Contains(err.Error(), `"renamed"`) || !strings.Contains(err.Error(), renamed) {
+		t.Errorf("renamed action type: %v, want ErrNotReproducible naming tool %s", err, renamed)
+	}
+}
+
 // A spec with only a name and an expression changes the recorded rule of
 // that name where it applies, as the full spec does; a name the policy
 // does not hold is an error.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/internal/gatehook"
 	"github.com/blackboardkernel/bk/internal/kernelhook"
 	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -93,7 +94,7 @@ type Config struct {
 	// records, so its cost grows with the history.
 	Interval time.Duration
 	// RecoverEvery is how often the supervisor runs a recovery pass after the first
-	// one (0: the gate's lease, [toolgate.Gate.Lease]), for attempts whose
+	// one (0: the gate's lease, [toolgate.Config.Lease]), for attempts whose
 	// lease has run out since: a live driver that died, an effect that
 	// hung. A recovery pass reads every decision record of the namespace
 	// once.
@@ -164,7 +165,7 @@ func New(g *toolgate.Gate, cfg Config) (*Supervisor, error) {
 		c.interval = defaultInterval
 	}
 	if c.recoverEvery == 0 {
-		c.recoverEvery = g.Lease()
+		c.recoverEvery = gatehook.Lease(g)
 	}
 	return &Supervisor{g: g, cfg: c, wake: make(chan struct{}, 1), recovered: make(chan struct{}), done: make(chan struct{})}, nil
 }
@@ -271,7 +272,7 @@ func (s *Supervisor) Recovered(ctx context.Context) error {
 func (s *Supervisor) run(ctx context.Context) {
 	defer close(s.done)
 	k := s.g.Kernel()
-	lease := s.g.Lease()
+	lease := gatehook.Lease(s.g)
 	// Wait out the lease and the gate's margin past it (a tenth of the
 	// lease, at most 5 s), and a little more for clocks that differ.
 	full := kernelhook.Now(k).Add(lease + min(lease/10, 5*time.Second) + lease/20)

@@ -108,7 +108,7 @@ func TestApprovalBinding(t *testing.T) {
 		if changed == d.digest(wait.ActionID) {
 			t.Fatal("digests of different amounts agree")
 		}
-		if _, err := d.g.Resume(d.ctx, "other", wait.ActionID, json.RawMessage(`{"order_id":"A1","amount":700}`)); !errors.Is(err, ErrUnknownAction) {
+		if _, err := d.g.Resume(d.ctx, "other", wait.ActionID, json.RawMessage(`{"order_id":"A1","amount":700}`)); !errors.Is(err, kernel.ErrInvalidReference) {
 			t.Errorf("resume in another trace: %v", err)
 		}
 		// Resumed with the approved arguments it runs, once.
@@ -294,8 +294,8 @@ func TestExecuteUnknown(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		d.ground("t", "A1")
 		for _, id := range []string{"actions:t:999", "percepts:t:1"} {
-			if _, err := d.g.Execute(d.ctx, id); !errors.Is(err, ErrUnknownAction) {
-				t.Errorf("Execute(%s): %v, want ErrUnknownAction", id, err)
+			if _, err := d.g.Execute(d.ctx, id); !errors.Is(err, kernel.ErrInvalidReference) {
+				t.Errorf("Execute(%s): %v, want kernel.ErrInvalidReference", id, err)
 			}
 		}
 		// A refund committed past the gate (by the owner's own Governor,
@@ -306,7 +306,7 @@ func TestExecuteUnknown(t *testing.T) {
 		if err != nil || !dec.Committed() {
 			t.Fatal(dec.Code, err)
 		}
-		if _, err := d.g.Execute(d.ctx, dec.CommittedID); !errors.Is(err, ErrUnknownAction) {
+		if _, err := d.g.Execute(d.ctx, dec.CommittedID); !errors.Is(err, kernel.ErrInvalidReference) {
 			t.Errorf("Execute of an action the gate did not commit: %v", err)
 		}
 		ctx, cancel := context.WithCancel(d.ctx)

@@ -113,8 +113,8 @@ func TestAttackPlannerForgesDecisionRecord(t *testing.T) {
 			t.Errorf("Decisions lists %+v", r)
 		}
 		if dec.Committed() {
-			if _, err := d.g.Execute(d.ctx, dec.CommittedID); !errors.Is(err, ErrUnknownAction) {
-				t.Errorf("Execute of the planner's refund: %v, want ErrUnknownAction", err)
+			if _, err := d.g.Execute(d.ctx, dec.CommittedID); !errors.Is(err, kernel.ErrInvalidReference) {
+				t.Errorf("Execute of the planner's refund: %v, want kernel.ErrInvalidReference", err)
 			}
 		}
 		pending, err := d.g.Pending(d.ctx, "t")

@@ -157,7 +157,7 @@ func (c Config) compile(reachable bool) (*Gate, kernel.Config, error) {
 	if fallback == "" {
 		fallback = kernel.FallbackQueueForReview
 	}
-	g := &Gate{tools: map[string]*entry{}, byAction: map[string]*entry{}, contracts: map[string]*contract{},
+	g := &Gate{tools: map[string]*entry{}, contracts: map[string]*contract{},
 		lease: lease, fallback: fallback, budget: c.Budget}
 	if b := c.Budget; b != nil && b.Run == nil && b.Guard == nil {
 		g.budget = nil
@@ -183,7 +183,7 @@ func (c Config) compile(reachable bool) (*Gate, kernel.Config, error) {
 			// Fail closed: without a key the values would be stored.
 			errs.add(ErrInvalidConfig, e.Name, "Masked", "masks fields %q but the gate has no mask key (MaskKey, MaskKeys)", e.Masked)
 		}
-		g.tools[e.Name], g.byAction[e.action()] = e, e
+		g.tools[e.Name] = e
 		g.order = append(g.order, e)
 		for j, d := range e.derives {
 			if other, ok := derivedBy[d.Belief]; ok {
@@ -226,7 +226,7 @@ func kernelConfig(g *Gate, c Config) (kernel.Config, problems) {
 	kc := c.Kernel
 	kc.ActionSpecs = slices.Clone(kc.ActionSpecs)
 	for i, s := range c.Kernel.ActionSpecs {
-		if e := g.byAction[s.Type]; e != nil {
+		if e := g.tools[s.Type]; e != nil {
 			errs.add(ErrInvalidConfig, e.Name, fmt.Sprintf("Kernel.ActionSpecs[%d]", i), "action type %q is a tool's and also a kernel action spec", s.Type)
 		}
 	}
@@ -292,7 +292,7 @@ func checkFallback(g *Gate, c Config) problems {
 			safe = s.SafeFallback
 		}
 	}
-	if e := g.byAction[g.fallback]; !safe || e != nil {
+	if e := g.tools[g.fallback]; !safe || e != nil {
 		errs.add(ErrInvalidConfig, "", "Fallback", "%q is not a registered safe fallback that is no tool's", g.fallback)
 	}
 	return errs

@@ -23,13 +23,10 @@ const (
 	modeReadOnly = "read_only"
 )
 
-// ErrLoosened is wrapped by the *controlsError of a [Gate.Restrict]
-// that would loosen a trace's run controls.
-var ErrLoosened = errors.New("toolgate: run controls may only be tightened")
-
 // controlsError is the error of a [Gate.Restrict] that would loosen the
 // trace's run controls: no longer read-only, or without a tool they
-// prohibit. It wraps [ErrLoosened]. Nothing was recorded.
+// prohibit. It wraps [blackboard.ErrPermission]: the owner may tighten a
+// trace's controls, not lift them. Nothing was recorded.
 type controlsError struct {
 	TraceID string
 	// Current is what the trace's controls were when Restrict read them.
@@ -49,11 +46,11 @@ func (e *controlsError) Error() string {
 			lost = append(lost, "prohibited tool "+quote(t))
 		}
 	}
-	return fmt.Sprintf("%v: trace %q: the given controls drop %s", ErrLoosened, e.TraceID, strings.Join(lost, ", "))
+	return fmt.Sprintf("toolgate: run controls may only be tightened: trace %q: the given controls drop %s", e.TraceID, strings.Join(lost, ", "))
 }
 
-// Unwrap returns [ErrLoosened].
-func (e *controlsError) Unwrap() error { return ErrLoosened }
+// Unwrap returns [blackboard.ErrPermission].
+func (e *controlsError) Unwrap() error { return blackboard.ErrPermission }
 
 // Controls are a trace's run controls: its safety mode and the tools it
 // prohibits. The owner records them with [Gate.Restrict]; the gate
@@ -107,7 +104,7 @@ func (x *executor) claimed(ctx context.Context, key string) (bool, error) {
 // controls is [Gate.Controls].
 func (x *executor) controls(ctx context.Context, traceID string) (Controls, error) {
 	if err := checkTrace(traceID); err != nil {
-		return Controls{}, fmt.Errorf("%w: trace id: %v", ErrInvalidCall, err)
+		return Controls{}, invalidCall("trace id: %v", err)
 	}
 	var c Controls
 	if r, err := x.restricted(ctx, traceID); err != nil || !r {
@@ -134,7 +131,7 @@ func (x *executor) controls(ctx context.Context, traceID string) (Controls, erro
 func (x *executor) restrict(ctx context.Context, traceID string, c Controls) error {
 	for _, t := range c.Prohibited {
 		if x.g.tools[t] == nil {
-			return fmt.Errorf("%w: run controls: no registered tool %s", ErrInvalidCall, escapedTool(t))
+			return invalidCall("run controls: no registered tool %s", escapedTool(t))
 		}
 	}
 	for attempt := 0; attempt < 8; attempt++ {
@@ -245,7 +242,7 @@ func (v controlsValidator) Validate(_ context.Context, c kernel.Candidate) kerne
 	if !controlsDecide() || c.Proposal().Slot != blackboard.Actions {
 		return kernel.Cause{}
 	}
-	e := v.g.byAction[c.Proposal().Kind]
+	e := v.g.tools[c.Proposal().Kind]
 	if e == nil {
 		return kernel.Cause{}
 	}

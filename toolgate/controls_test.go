@@ -63,7 +63,7 @@ func TestRestrictOnlyTightens(t *testing.T) {
 		} {
 			err := d.g.Restrict(d.ctx, "t", loose)
 			var ce *controlsError
-			if !errors.Is(err, ErrLoosened) || !errors.As(err, &ce) || !ce.Current.ReadOnly {
+			if !errors.Is(err, blackboard.ErrPermission) || !errors.As(err, &ce) || !ce.Current.ReadOnly {
 				t.Errorf("Restrict %+v: %v, want a *controlsError", loose, err)
 			}
 			if err != nil && loose.ReadOnly && !strings.Contains(err.Error(), `prohibited tool "lookup_order"`) {
@@ -74,8 +74,8 @@ func TestRestrictOnlyTightens(t *testing.T) {
 			t.Errorf("%d controls records after looser ones, want 2", n)
 		}
 		for _, bad := range []Controls{{Prohibited: []string{"format_disk"}}} {
-			if err := d.g.Restrict(d.ctx, "u", bad); !errors.Is(err, ErrInvalidCall) {
-				t.Errorf("Restrict %+v: %v, want ErrInvalidCall", bad, err)
+			if err := d.g.Restrict(d.ctx, "u", bad); !errors.Is(err, blackboard.ErrInvalidInput) {
+				t.Errorf("Restrict %+v: %v, want blackboard.ErrInvalidInput", bad, err)
 			}
 		}
 		if n := d.controlsRecords("u"); n != 0 {
@@ -218,7 +218,7 @@ func specNames(specs []Spec) []string {
 }
 
 // Concurrent Restricts lose no tightening: each adds its own prohibition
-// to what it read (again, on ErrLoosened), and every one lands once;
+// to what it read (again, on blackboard.ErrPermission), and every one lands once;
 // four goroutines making the trace read-only write one record.
 func TestRestrictConcurrent(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
@@ -233,7 +233,7 @@ func TestRestrictConcurrent(t *testing.T) {
 						return
 					}
 					err = d.g.Restrict(d.ctx, "t", Controls{ReadOnly: cur.ReadOnly, Prohibited: append(cur.Prohibited, tool)})
-					if !errors.Is(err, ErrLoosened) {
+					if !errors.Is(err, blackboard.ErrPermission) {
 						if err != nil {
 							errs <- err
 						}

@@ -76,6 +76,13 @@
 // tool, with its approval, end to end. [Func] defines a tool from Go
 // types.
 //
+// An error, as opposed to a refusal, wraps a sentinel for errors.Is: the
+// gate's own [ErrInvalidConfig] and [ErrDecided], or the one the kernel
+// returns for the same condition (a bad trace id is
+// [blackboard.ErrInvalidInput], an id that is not the gate's action
+// [kernel.ErrInvalidReference]); the declaration of [ErrInvalidConfig]
+// lists which.
+//
 // # Where the details are
 //
 // docs/effects.md is the reference for the gate, one section each: tools

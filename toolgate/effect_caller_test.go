@@ -149,7 +149,7 @@ func TestAttackCallerEffectBurned(t *testing.T) {
 			t.Fatalf("Resolve names %q, want %q", out.ActionID, res.ActionID)
 		}
 		wantOutcome(t, "Execute", d.execute(res.ActionID), audit.OutcomeRefused, reason.EffectUnavailable)
-		d.clock.Advance(2 * d.g.Lease())
+		d.clock.Advance(2 * d.g.lease)
 		if rs, err := d.g.Recover(d.ctx); err != nil || len(rs) != 0 {
 			t.Fatalf("Recover: %+v %v, want nothing driven", rs, err)
 		}
@@ -194,7 +194,7 @@ func TestCallerDrivenCrash(t *testing.T) {
 	if _, err := d.callWith(ctx, "t1", "k1", 100, dying); err == nil {
 		t.Fatal("the dying call returned no error")
 	}
-	d.clock.Advance(2 * d.g.Lease())
+	d.clock.Advance(2 * d.g.lease)
 	if rs, err := d.g.Recover(d.ctx); err != nil || len(rs) != 0 {
 		t.Fatalf("Recover: %+v %v, want the attempt left to the caller", rs, err)
 	}
@@ -218,7 +218,7 @@ func TestCallerDrivenCrash(t *testing.T) {
 	if _, err := d.g.Call(ctx, kb); err == nil {
 		t.Fatal("the dying call returned no error")
 	}
-	d.clock.Advance(2 * d.g.Lease())
+	d.clock.Advance(2 * d.g.lease)
 	rs, err := d.g.Recover(d.ctx)
 	if err != nil || len(rs) != 1 {
 		t.Fatalf("Recover: %+v %v", rs, err)

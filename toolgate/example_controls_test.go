@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -27,7 +28,7 @@ func ExampleGate_Restrict() {
 	res, _ := g.Call(ctx, toolgate.Call{Tool: "issue_refund", Args: json.RawMessage(`{"order_id":"A1","amount":70}`), Caller: "support", TraceID: "ticket-8"})
 	fmt.Println(res.Code, refunds)
 	err := g.Restrict(ctx, "ticket-8", toolgate.Controls{})
-	fmt.Println(errors.Is(err, toolgate.ErrLoosened))
+	fmt.Println(errors.Is(err, blackboard.ErrPermission))
 	// Output:
 	// surfaced: lookup_order
 	// READ_ONLY_MODE 0

@@ -69,7 +69,7 @@ func (x *executor) execute(ctx context.Context, traceID, actionID string, args j
 		sp.SetAttributes(attribute.String(telemetry.AttrGenAIToolName, e.Name), attribute.String(telemetry.AttrTraceID, act.Provenance.TraceID))
 	}
 	if traceID != "" && act.Provenance.TraceID != traceID {
-		return Result{}, fmt.Errorf("%w: %s is not an action of trace %q", ErrUnknownAction, actionID, traceID)
+		return Result{}, notAction(actionID, fmt.Sprintf("not an action of trace %q", traceID))
 	}
 	return x.executeAction(ctx, e, act, gd, args, nil)
 }

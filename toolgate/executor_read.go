@@ -3,7 +3,6 @@ package toolgate
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
@@ -18,7 +17,7 @@ import (
 // record the gate wrote when it committed it.
 func (x *executor) gated(ctx context.Context, actionID string) (blackboard.Record, *entry, audit.Entry, error) {
 	unknown := func(why string) (blackboard.Record, *entry, audit.Entry, error) {
-		return blackboard.Record{}, nil, audit.Entry{}, fmt.Errorf("%w: %s: %s", ErrUnknownAction, actionID, why)
+		return blackboard.Record{}, nil, audit.Entry{}, notAction(actionID, why)
 	}
 	act, err := x.reader.Get(ctx, actionID)
 	if errors.Is(err, blackboard.ErrNotFound) {
@@ -27,7 +26,7 @@ func (x *executor) gated(ctx context.Context, actionID string) (blackboard.Recor
 	if err != nil {
 		return blackboard.Record{}, nil, audit.Entry{}, err
 	}
-	e := x.g.byAction[act.Kind]
+	e := x.g.tools[act.Kind]
 	if act.Slot != blackboard.Actions || act.Mode != blackboard.ModeCommit || e == nil {
 		return unknown("not a committed action of a registered tool")
 	}

@@ -2,7 +2,6 @@ package toolgate
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"time"
 
@@ -18,9 +17,8 @@ import (
 // order them. It starts no goroutines.
 type Gate struct {
 	k         *kernel.Kernel
-	tools     map[string]*entry
+	tools     map[string]*entry // by name, which is the tool's action type
 	order     []*entry
-	byAction  map[string]*entry
 	contracts map[string]*contract
 	intents   map[string]map[string]bool // nil: no intents configured
 	lease     time.Duration
@@ -121,16 +119,16 @@ func (s Spec) clone() Spec {
 // was not shown. [Gate.Call] checks every call again.
 //
 // An unknown caller or an intent that is not configured is
-// [ErrInvalidCall]; a bad trace id is the kernel's ErrInvalidInput.
+// [blackboard.ErrInvalidInput], and so is a bad trace id (the kernel's).
 func (g *Gate) Surface(ctx context.Context, caller, traceID, intent string) ([]Spec, error) {
 	r := g.contracts[caller]
 	if r == nil {
-		return nil, fmt.Errorf("%w: unknown caller %q", ErrInvalidCall, caller)
+		return nil, invalidCall("unknown caller %q", caller)
 	}
 	var allowed map[string]bool
 	if g.intents != nil && intent != "" {
 		if allowed = g.intents[intent]; allowed == nil {
-			return nil, fmt.Errorf("%w: unknown intent %q", ErrInvalidCall, intent)
+			return nil, invalidCall("unknown intent %q", intent)
 		}
 	}
 	v, err := g.k.Reader().View(ctx, traceID, false)
@@ -199,7 +197,7 @@ func (g *Gate) Surface(ctx context.Context, caller, traceID, intent string) ([]S
 // A refusal is a Result, not an error, with the code, the root cause and a
 // hint for the model, so that the agent loop can hand it back as the
 // tool's result and go on. Call returns an error only when the loop cannot
-// go on: an invalid trace id ([ErrInvalidCall]), a cancelled context, a
+// go on: an invalid trace id ([blackboard.ErrInvalidInput]), a cancelled context, a
 // store failure. On an error after the action committed, the Result still
 // names it (ActionID): [Gate.Execute] or [Gate.Recover] finishes it.
 func (g *Gate) Call(ctx context.Context, c Call) (res Result, err error) {

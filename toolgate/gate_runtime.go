@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/internal/gatehook"
 )
 
 // The gate's methods that act on its committed actions and on a trace's
@@ -43,7 +44,7 @@ import (
 //     execution.
 //
 // An id that is not a committed action the gate proposed is
-// [ErrUnknownAction]. Other errors are a cancelled context or a store
+// [kernel.ErrInvalidReference]. Other errors are a cancelled context or a store
 // failure; the action is then left for a later Execute or [Gate.Recover].
 func (g *Gate) Execute(ctx context.Context, actionID string) (Result, error) {
 	return g.x.execute(ctx, "", actionID, nil)
@@ -100,16 +101,19 @@ func (g *Gate) Recover(ctx context.Context) ([]Result, error) {
 	return g.x.recoverAll(ctx)
 }
 
-// Lease returns the gate's lease ([Config.Lease]): how long an attempt is
-// reserved to its driver. A process that restarts after a crash waits it
-// out before [Gate.Recover] can take over the attempts it left.
-func (g *Gate) Lease() time.Duration { return g.lease }
+// The supervisor reads the gate's lease ([Config.Lease]): how long an
+// attempt is reserved to its driver. A process that restarts after a
+// crash waits it out before [Gate.Recover] can take over the attempts it
+// left.
+func init() {
+	gatehook.Lease = func(g any) time.Duration { return g.(*Gate).lease }
+}
 
 // Controls returns the trace's run controls as recorded in the store (by
 // this gate or any other over it). Its cost is one indexed lookup for a
 // trace without controls, else one more for the mode and one per
 // registered tool, whatever the length of the trace. A
-// bad trace id is [ErrInvalidCall]. Safe for concurrent use.
+// bad trace id is [blackboard.ErrInvalidInput]. Safe for concurrent use.
 func (g *Gate) Controls(ctx context.Context, traceID string) (Controls, error) {
 	return g.x.controls(ctx, traceID)
 }
@@ -117,9 +121,9 @@ func (g *Gate) Controls(ctx context.Context, traceID string) (Controls, error) {
 // Restrict records c as the trace's run controls. Controls only tighten:
 // c must keep the trace read-only if it is ([Controls.ReadOnly]) and every tool
 // the trace prohibits, else Restrict fails with a [*controlsError]
-// ([ErrLoosened]) and records nothing; c equal to the trace's controls
+// ([blackboard.ErrPermission]) and records nothing; c equal to the trace's controls
 // records nothing either. A tool the gate does not hold is
-// [ErrInvalidCall]. The record (evidence of kind [audit.KindControls],
+// [blackboard.ErrInvalidInput]. The record (evidence of kind [audit.KindControls],
 // the controls in full and the gate's policy hash) is written through the
 // kernel's Governor and claims one once-key per control it adds and one
 // for the controls it read, so concurrent Restricts are ordered and none
@@ -142,8 +146,9 @@ func (g *Gate) Restrict(ctx context.Context, traceID string, c Controls) error {
 // [Tool.Scope] in a trace without a request is refused with
 // OUT_OF_SCOPE. A trace has one request for good: recording an equal one
 // again records nothing and returns nil (so a restarted run may record it
-// again), another fails with [ErrRequestRecorded]. A bad trace id or
-// request is [ErrInvalidCall]. The record (evidence of kind
+// again), another fails with [blackboard.ErrDuplicateKey] (the trace's request
+// once-key is taken). A bad trace id or request is
+// [blackboard.ErrInvalidInput]. The record (evidence of kind
 // [audit.KindRequest]) is written through the kernel's Governor with the
 // kernel's role and claims the trace's request once-key, so of concurrent
 // recordings one lands. Safe for concurrent use.

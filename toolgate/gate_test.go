@@ -298,10 +298,10 @@ func TestSurface(t *testing.T) {
 		if specs[1].Description != "Refund an order." || !json.Valid(specs[1].Parameters) || !strings.Contains(string(specs[1].Parameters), "amount") {
 			t.Errorf("spec %+v", specs[1])
 		}
-		if _, err := d.g.Surface(d.ctx, "intruder", "t", "refund"); !errors.Is(err, ErrInvalidCall) {
+		if _, err := d.g.Surface(d.ctx, "intruder", "t", "refund"); !errors.Is(err, blackboard.ErrInvalidInput) {
 			t.Errorf("unknown caller: %v", err)
 		}
-		if _, err := d.g.Surface(d.ctx, "support", "t", "poetry"); !errors.Is(err, ErrInvalidCall) {
+		if _, err := d.g.Surface(d.ctx, "support", "t", "poetry"); !errors.Is(err, blackboard.ErrInvalidInput) {
 			t.Errorf("unknown intent: %v", err)
 		}
 		if _, err := d.g.Surface(d.ctx, "support", "", "refund"); !errors.Is(err, blackboard.ErrInvalidInput) {
@@ -325,7 +325,7 @@ func TestSurfaceWithoutIntents(t *testing.T) {
 
 func TestCallErrors(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
-		if _, err := d.g.Call(d.ctx, Call{Tool: "lookup_order", Caller: "support"}); !errors.Is(err, ErrInvalidCall) {
+		if _, err := d.g.Call(d.ctx, Call{Tool: "lookup_order", Caller: "support"}); !errors.Is(err, blackboard.ErrInvalidInput) {
 			t.Errorf("no trace: %v", err)
 		}
 		ctx, cancel := context.WithCancel(d.ctx)

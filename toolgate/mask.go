@@ -104,11 +104,11 @@ func (m *masker) payload(ctx context.Context, trace string, p blackboard.Payload
 // the trace does not matter.
 func (g *Gate) Mask(ctx context.Context, traceID string, v any) (string, error) {
 	if g.mask == nil {
-		return "", fmt.Errorf("%w: no mask key (WithMaskKey, WithMaskKeys)", ErrInvalidConfig)
+		return "", fmt.Errorf("%w: no mask key (Config.MaskKey, Config.MaskKeys)", ErrInvalidConfig)
 	}
 	if g.mask.ring != nil {
 		if err := checkTrace(traceID); err != nil {
-			return "", fmt.Errorf("%w: trace id: %v", ErrInvalidCall, err)
+			return "", invalidCall("trace id: %v", err)
 		}
 	}
 	return g.mask.value(ctx, traceID, v)
@@ -155,7 +155,7 @@ func checkMaskedOnce(g *Gate) error {
 		}
 		for _, f := range e.Once.Fields {
 			if slices.Contains(masked, f) {
-				return fmt.Errorf("%w: tool %q: once-key field %q is masked, and under a keyring (WithMaskKeys) each trace hashes it under its own key, so the once-key would not hold across traces", ErrInvalidConfig, e.Name, f)
+				return fmt.Errorf("%w: tool %q: once-key field %q is masked, and under a keyring (Config.MaskKeys) each trace hashes it under its own key, so the once-key would not hold across traces", ErrInvalidConfig, e.Name, f)
 			}
 		}
 	}

@@ -3,7 +3,6 @@ package toolgate
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
 
@@ -23,7 +22,7 @@ func (x *executor) propose(ctx context.Context, c Call) (Result, *job, error) {
 		return Result{}, nil, err
 	}
 	if err := checkTrace(c.TraceID); err != nil {
-		return Result{}, nil, fmt.Errorf("%w: trace id: %v", ErrInvalidCall, err)
+		return Result{}, nil, invalidCall("trace id: %v", err)
 	}
 	e := x.g.tools[c.Tool]
 	if e != nil && len(e.Masked) > 0 && x.g.mask.ring != nil {

@@ -222,7 +222,7 @@ func (x *executor) pendingAction(ctx context.Context, traceID string, d audit.En
 	}
 	act, e, gd, err = x.gated(ctx, d.Subject)
 	switch {
-	case errors.Is(err, ErrUnknownAction):
+	case errors.As(err, new(*notGated)):
 		return blackboard.Record{}, nil, gd, false, nil
 	case err != nil:
 		return blackboard.Record{}, nil, gd, false, err

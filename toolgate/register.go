@@ -24,9 +24,6 @@ func register(g *Gate, t Tool) (*entry, error) {
 	if t.defErr != nil {
 		return nil, bad("Definition", "%v", t.defErr)
 	}
-	if g.byAction[t.action()] != nil {
-		return nil, bad("Action", "action type %q is another tool's", t.action())
-	}
 	switch rk := t.resultKind(); rk {
 	case audit.KindAttempt, audit.KindFailed, audit.KindEscalated, audit.Kind, audit.KindApproval:
 		return nil, bad("Result", "result kind %q is reserved", rk)

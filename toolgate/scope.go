@@ -12,15 +12,10 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/snapshot"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/reason"
 )
-
-// ScopePrincipal is the resource type a [Tool.Scope] names to tie an
-// argument to the request's principal itself (a customer_id argument
-// that must be the customer's own): the argument must equal
-// [audit.Request.Principal]. A request's Resources may not use it.
-const ScopePrincipal = "principal"
 
 // Limits of a [audit.Request], so that its record stays small.
 const (
@@ -68,7 +63,7 @@ func checkRequest(r audit.Request) (audit.Request, error) {
 		if err := checkLen(typ, maxRequestName); err != nil {
 			return audit.Request{}, fmt.Errorf("resource type %q: %v", typ, err)
 		}
-		if typ == ScopePrincipal {
+		if typ == snapshot.ScopePrincipal {
 			return audit.Request{}, fmt.Errorf("resource type %q is the principal's: set Principal", typ)
 		}
 		ids := slices.Clone(r.Resources[typ])
@@ -115,19 +110,14 @@ func requestKey(traceID string) string {
 	return "toolgate/request/" + hex.EncodeToString(sum[:])
 }
 
-// ErrRequestRecorded is wrapped by the error of a [Gate.RecordRequest]
-// for a trace whose request is recorded already and is another one.
-// Nothing was recorded.
-var ErrRequestRecorded = errors.New("toolgate: the trace's request is recorded already, and is another")
-
 // recordRequest is [Gate.RecordRequest].
 func (x *executor) recordRequest(ctx context.Context, traceID string, r audit.Request) error {
 	if err := checkTrace(traceID); err != nil {
-		return fmt.Errorf("%w: trace id: %v", ErrInvalidCall, err)
+		return invalidCall("trace id: %v", err)
 	}
 	r, err := checkRequest(r)
 	if err != nil {
-		return fmt.Errorf("%w: request: %v", ErrInvalidCall, err)
+		return invalidCall("request: %v", err)
 	}
 	for attempt := 0; attempt < 2; attempt++ {
 		cur, _, ok, err := x.requestOf(ctx, traceID)
@@ -139,7 +129,7 @@ func (x *executor) recordRequest(ctx context.Context, traceID string, r audit.Re
 				return nil
 			}
 			if requestOnce() {
-				return fmt.Errorf("%w: trace %q: %s", ErrRequestRecorded, traceID, concerns(cur))
+				return errorf(blackboard.ErrDuplicateKey, "the trace's request is recorded already, and is another: trace %q: %s", traceID, concerns(cur))
 			}
 		}
 		keys := []string{requestKey(traceID)}
@@ -220,7 +210,7 @@ func (e *entry) scopeFailure(args blackboard.Payload, r audit.Request, ok bool) 
 		}
 		s, isString := given.(string)
 		within := isString && s == r.Principal
-		if typ != ScopePrincipal {
+		if typ != snapshot.ScopePrincipal {
 			within = isString && slices.Contains(r.Resources[typ], s)
 		}
 		if !within {
@@ -277,7 +267,7 @@ func (v scopeValidator) Validate(_ context.Context, c kernel.Candidate) kernel.C
 	if c.Proposal().Slot != blackboard.Actions {
 		return kernel.Cause{}
 	}
-	e := v.g.byAction[c.Proposal().Kind]
+	e := v.g.tools[c.Proposal().Kind]
 	if e == nil || len(e.Scope) == 0 {
 		return kernel.Cause{}
 	}

@@ -49,7 +49,7 @@ func newScopeDesk(t *testing.T) *scopeDesk {
 				id, _ := inv.Args["order_id"].(string)
 				d.refunds[id].Add(1)
 				return blackboard.Payload{"refunded": id}, nil
-			}}, {Name: "note_customer", Result: "note", Scope: map[string]string{"customer": toolgate.ScopePrincipal},
+			}}, {Name: "note_customer", Result: "note", Scope: map[string]string{"customer": "principal"},
 			Parameters: json.RawMessage(`{"type":"object","properties":{"customer":{"type":"string"},"text":{"type":"string"}},"required":["customer"]}`),
 			Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
 				return blackboard.Payload{"sent": true}, nil
@@ -196,7 +196,7 @@ func TestAttackCallForAnotherPrincipal(t *testing.T) {
 }
 
 // A trace's request is recorded once for good: the same request again
-// records nothing, another is ErrRequestRecorded and records nothing, and
+// records nothing, another is blackboard.ErrDuplicateKey and records nothing, and
 // the refund it would have let through stays refused.
 func TestAttackRequestReplaced(t *testing.T) {
 	d := newScopeDesk(t)
@@ -208,8 +208,8 @@ func TestAttackRequestReplaced(t *testing.T) {
 		}
 	}
 	err := d.g.RecordRequest(ctx, "T3", audit.Request{Principal: "cust_3", Resources: map[string][]string{"order": {"ord_1", "ord_3"}}})
-	if !errors.Is(err, toolgate.ErrRequestRecorded) {
-		t.Fatalf("another request for the trace: %v, want ErrRequestRecorded", err)
+	if !errors.Is(err, blackboard.ErrDuplicateKey) {
+		t.Fatalf("another request for the trace: %v, want blackboard.ErrDuplicateKey", err)
 	}
 	n := 0
 	for rec, err := range d.s.ListTrace(ctx, "", "T3") {
@@ -227,19 +227,19 @@ func TestAttackRequestReplaced(t *testing.T) {
 	wantOutOfScope(t, d.call(t, "T3", "issue_refund", `{"order_id":"ord_1","amount":40}`, ""), `"ord_3"`)
 }
 
-// Bad requests are ErrInvalidCall and record nothing.
+// Bad requests are blackboard.ErrInvalidInput and record nothing.
 func TestRecordRequestInvalid(t *testing.T) {
 	d := newScopeDesk(t)
 	for name, r := range map[string]audit.Request{
 		"no principal":   {Resources: map[string][]string{"order": {"ord_3"}}},
-		"reserved type":  {Principal: "p", Resources: map[string][]string{toolgate.ScopePrincipal: {"q"}}},
+		"reserved type":  {Principal: "p", Resources: map[string][]string{"principal": {"q"}}},
 		"empty id":       {Principal: "p", Resources: map[string][]string{"order": {""}}},
 		"control in id":  {Principal: "p", Resources: map[string][]string{"order": {"a\x1b"}}},
 		"empty type":     {Principal: "p", Resources: map[string][]string{"": {"a"}}},
 		"long principal": {Principal: strings.Repeat("p", 300)},
 	} {
-		if err := d.g.RecordRequest(t.Context(), "T"+name, r); !errors.Is(err, toolgate.ErrInvalidCall) {
-			t.Errorf("%s: %v, want ErrInvalidCall", name, err)
+		if err := d.g.RecordRequest(t.Context(), "T"+name, r); !errors.Is(err, blackboard.ErrInvalidInput) {
+			t.Errorf("%s: %v, want blackboard.ErrInvalidInput", name, err)
 		}
 	}
 	for rec, err := range d.s.ListTrace(t.Context(), "", "Tno principal") {

@@ -28,9 +28,6 @@ type Tool struct {
 	// the argument). Nil means an object with no declared properties. [Func]
 	// generates it from a Go type.
 	Parameters json.RawMessage
-	// Action is the kernel action type a call becomes; empty means Name.
-	// Two tools may not share an action type.
-	Action string
 	// Requires are the belief kinds a call rests on: they become the
 	// action's requires_beliefs, so the kernel commits the call only while
 	// each is committed, true and resting on current evidence. A tool with
@@ -55,9 +52,11 @@ type Tool struct {
 	// Scope ties arguments to the request the trace serves
 	// ([Gate.RecordRequest]): each argument named (a top-level property,
 	// a string) must be one of the request's resources of the type given,
-	// or, for the type [ScopePrincipal], the request's principal:
+	// or, for the type "principal", the request's principal itself (a
+	// customer_id that must be the customer's own; a request's Resources
+	// may not use that type):
 	//
-	//	Scope: map[string]string{"order_id": "order"}
+	//	Scope: map[string]string{"order_id": "order", "customer_id": "principal"}
 	//
 	// A call that breaks it, or one in a trace with no request recorded,
 	// is refused with OUT_OF_SCOPE before the kernel decides it (and the
@@ -272,13 +271,9 @@ func isRetryable(err error) bool {
 	return errors.As(err, &r)
 }
 
-// action returns the kernel action type of the tool.
-func (t *Tool) action() string {
-	if t.Action != "" {
-		return t.Action
-	}
-	return t.Name
-}
+// action returns the kernel action type a call of the tool becomes: its
+// name, so that a record's kind names the tool that wrote it.
+func (t *Tool) action() string { return t.Name }
 
 // resultKind returns the percept kind of the tool's results.
 func (t *Tool) resultKind() string {

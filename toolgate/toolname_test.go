@@ -36,8 +36,7 @@ func TestAttackToolNameNotAName(t *testing.T) {
 		return blackboard.Payload{}, nil
 	}
 	for _, name := range notNames {
-		// The action type is a name, so that only the tool's name is wrong.
-		tool := toolgate.Tool{Unscoped: true, Name: name, Action: "lookup", Effect: effect}
+		tool := toolgate.Tool{Unscoped: true, Name: name, Effect: effect}
 		if _, err := toolgate.New(context.Background(), toolgate.Config{Tools: []toolgate.Tool{tool}}); !errors.Is(err, toolgate.ErrInvalidConfig) {
 			t.Errorf("New with tool %q: %v, want ErrInvalidConfig", name, err)
 		}

@@ -33,7 +33,7 @@ func (d *desk) tools() []toolgate.Tool {
 			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: "equal"}, {Arg: "amount", Percept: "order", Op: "at_most"}}}, d.refund),
 		// To the ticket's customer only (the request's principal); the
 		// outbox honours the key.
-		toolgate.Func(toolgate.Tool{Name: "send_email", Result: "email", Idempotent: true, Scope: map[string]string{"to": toolgate.ScopePrincipal},
+		toolgate.Func(toolgate.Tool{Name: "send_email", Result: "email", Idempotent: true, Scope: map[string]string{"to": "principal"},
 			Description: "Email the customer of the order you looked up."}, d.email),
 	}
 }

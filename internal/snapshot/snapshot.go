@@ -40,6 +40,11 @@ type Group struct {
 	Tools []string `json:"tools"`
 }
 
+// ScopePrincipal is the resource type of a tool's Scope that ties an
+// argument to the request's principal itself, not to one of its
+// resources: the gate checks it, and the invariant checker reads it back.
+const ScopePrincipal = "principal"
+
 // Tool is one tool's governance: toolgate's Tool without its effect,
 // description, hints and retry policy.
 type Tool struct {
@@ -51,7 +56,7 @@ type Tool struct {
 	Bindings   []Binding       `json:"bindings,omitempty"`
 	Unbound    bool            `json:"unbound,omitempty"`
 	// Scope and Unscoped: the arguments that must lie within the trace's
-	// request, by resource type.
+	// request, by resource type ([ScopePrincipal]: the principal itself).
 	Scope      map[string]string `json:"scope,omitempty"`
 	Unscoped   bool              `json:"unscoped,omitempty"`
 	Once       *Once             `json:"once,omitempty"`
