@@ -302,7 +302,9 @@ func (s *script) submit(name string, want reason.Code, p interface {
 func (s *script) run() transcript {
 	const ep1, ep2, ep3 = "ep1", "ep2", "ep3"
 	k := s.k
-	tool, planner, sym, sim := k.Handle(blackboard.RoleTool, "sensor"), k.Proposer(blackboard.RolePlanner, "planner"), k.Symbolic("rules"), k.Proposer(blackboard.RoleSimulator, "sim")
+	tool, planner := k.Handle(blackboard.RoleTool, "sensor"), k.Proposer(blackboard.RolePlanner, "planner")
+	var sym *kernel.Symbolic // taken after the restart, as the simulator is
+	var sim *kernel.Proposer
 	percept := func(traceID, kind string, p blackboard.Payload, conf *float64, ttl time.Duration) kernel.Entry {
 		return kernel.Entry{TraceID: traceID, Slot: blackboard.Percepts, Kind: kind, Payload: p, Confidence: conf, TTL: ttl}
 	}
