@@ -303,9 +303,9 @@ func TestMaskKeysNewRefuses(t *testing.T) {
 	}
 	both := base(withMaskKeys(mask.NewKeys()))
 	both.MaskKey = testMaskKey
-	try("both options", ErrInvalidConfig, both)
-	try("nil keyring", ErrInvalidConfig, base(withMaskKeys(nil)))
-	try("once-key on a masked argument", ErrInvalidConfig, base(withMaskKeys(mask.NewKeys()), withOnceKey))
+	try("both options", blackboard.ErrInvalidInput, both)
+	try("nil keyring", blackboard.ErrInvalidInput, base(withMaskKeys(nil)))
+	try("once-key on a masked argument", blackboard.ErrInvalidInput, base(withMaskKeys(mask.NewKeys()), withOnceKey))
 	onPercept := func(su *setup) {
 		for i := range su.tools {
 			if su.tools[i].Name == "issue_refund" {
@@ -313,7 +313,7 @@ func TestMaskKeysNewRefuses(t *testing.T) {
 			}
 		}
 	}
-	try("once-key on a masked percept field", ErrInvalidConfig, base(withMaskKeys(mask.NewKeys()), onPercept))
+	try("once-key on a masked percept field", blackboard.ErrInvalidInput, base(withMaskKeys(mask.NewKeys()), onPercept))
 	try("once-key under one key", nil, base(withMasking, withOnceKey))
 	try("keyring without once-keys", nil, base(withMaskKeys(mask.NewKeys())))
 }
@@ -327,8 +327,8 @@ func (shortRing) Key(context.Context, string, string) ([]byte, error) { return [
 func TestMaskKeysShortKey(t *testing.T) {
 	d := newDesk(t, memstore.New(), withMaskKeys(shortRing{}))
 	_, err := d.g.Call(d.ctx, Call{Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"` + secretOrder + `"}`), Caller: "support", TraceID: "t"})
-	if !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("call under a short key: %v, want ErrInvalidConfig", err)
+	if !errors.Is(err, blackboard.ErrInvalidInput) {
+		t.Errorf("call under a short key: %v, want blackboard.ErrInvalidInput", err)
 	}
 	if n := len(d.records()); n != 0 {
 		t.Errorf("%d records written", n)

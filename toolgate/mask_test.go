@@ -218,8 +218,8 @@ func TestGateMask(t *testing.T) {
 		t.Error("two values give one mask")
 	}
 	plain := newDesk(t, memstore.New())
-	if _, err := plain.g.Mask(plain.ctx, "t", "x"); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("Mask without a key: %v, want ErrInvalidConfig", err)
+	if _, err := plain.g.Mask(plain.ctx, "t", "x"); !errors.Is(err, blackboard.ErrInvalidInput) {
+		t.Errorf("Mask without a key: %v, want blackboard.ErrInvalidInput", err)
 	}
 }
 
@@ -239,15 +239,15 @@ func TestMaskedNewRefuses(t *testing.T) {
 			MaskKey:   key,
 		}
 	}
-	if _, err := New(ctx, cfg(nil)); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("no key: %v, want ErrInvalidConfig", err)
+	if _, err := New(ctx, cfg(nil)); !errors.Is(err, blackboard.ErrInvalidInput) {
+		t.Errorf("no key: %v, want blackboard.ErrInvalidInput", err)
 	}
-	if _, err := New(ctx, cfg([]byte("short"))); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("short key: %v, want ErrInvalidConfig", err)
+	if _, err := New(ctx, cfg([]byte("short"))); !errors.Is(err, blackboard.ErrInvalidInput) {
+		t.Errorf("short key: %v, want blackboard.ErrInvalidInput", err)
 	}
 	tools[1].Masked = []string{"amount"} // bound at_most
-	if _, err := New(ctx, cfg(testMaskKey)); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("at_most on a masked argument: %v, want ErrInvalidConfig", err)
+	if _, err := New(ctx, cfg(testMaskKey)); !errors.Is(err, blackboard.ErrInvalidInput) {
+		t.Errorf("at_most on a masked argument: %v, want blackboard.ErrInvalidInput", err)
 	}
 	tools[1].Masked = []string{"order_id"}
 	g, err := New(ctx, cfg(testMaskKey))
