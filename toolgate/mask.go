@@ -93,27 +93,6 @@ func (m *masker) payload(ctx context.Context, trace string, p blackboard.Payload
 	return out, nil
 }
 
-// Mask returns v as the gate stores a masked field of that value in trace
-// traceID: what an observer records in a percept field of that trace that
-// a [Binding] compares with a masked argument (equal values give equal
-// masks under one key; under [Config.MaskKeys], each trace has its own, in
-// the gate's namespace). It
-// fails with [blackboard.ErrInvalidInput] when the gate has no mask key, with the
-// keyring's error when traceID has no key to give (an erased trace:
-// [mask.ErrErased]), and when v is not a JSON value. With [Config.MaskKey]
-// the trace does not matter.
-func (g *Gate) Mask(ctx context.Context, traceID string, v any) (string, error) {
-	if g.mask == nil {
-		return "", errorf(blackboard.ErrInvalidInput, "no mask key (Config.MaskKey, Config.MaskKeys)")
-	}
-	if g.mask.ring != nil {
-		if err := checkTrace(traceID); err != nil {
-			return "", invalidCall("trace id: %v", err)
-		}
-	}
-	return g.mask.value(ctx, traceID, v)
-}
-
 // checkMasked checks a tool's masked fields: each a declared argument or
 // an output field (any name: outputs have no schema), none bound by an
 // order comparison, which a hash cannot answer.

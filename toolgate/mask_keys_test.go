@@ -162,8 +162,8 @@ func TestAttackMaskErase(t *testing.T) {
 		if !errors.Is(err, mask.ErrErased) {
 			t.Errorf("a call in the erased trace: %v, want mask.ErrErased", err)
 		}
-		if _, err := d.g.Mask(d.ctx, "A", orderA); !errors.Is(err, mask.ErrErased) {
-			t.Errorf("Mask in the erased trace: %v, want mask.ErrErased", err)
+		if _, err := ring.Key(d.ctx, "", "A"); !errors.Is(err, mask.ErrErased) {
+			t.Errorf("an observer's key of the erased trace: %v, want mask.ErrErased", err)
 		}
 		if got := len(d.records()); got != n {
 			t.Errorf("the refused call wrote %d records, want none", got-n)
@@ -243,6 +243,7 @@ func TestMaskErasedResume(t *testing.T) {
 // Under a keyring every masking path still binds and stores no value: the
 // attack of mask_test.go, per trace.
 func TestMaskKeysBindPerTrace(t *testing.T) {
+	ring := mask.NewKeys() // one ring across the stores: each store's traces are new ones
 	onStores(t, func(t *testing.T, d *desk) {
 		d.ground("t", secretOrder)
 		wantOutcome(t, "other order", d.refund("t", "ORD-OTHER", 100), audit.OutcomeRefused, reason.ArgumentNotBound)
@@ -256,10 +257,21 @@ func TestMaskKeysBindPerTrace(t *testing.T) {
 				t.Errorf("traces t and u share the hash %s", h)
 			}
 		}
-		mt, _ := d.g.Mask(d.ctx, "t", secretOrder)
-		mu, _ := d.g.Mask(d.ctx, "u", secretOrder)
+		// An observer masks with the trace's key, as the gate does.
+		observed := func(trace string) string {
+			k, err := ring.Key(d.ctx, "", trace)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := mask.Hash(k, secretOrder)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+		mt, mu := observed("t"), observed("u")
 		if mt == mu || !ht[mt] || !hu[mu] {
-			t.Errorf("Mask per trace: t %s, u %s", mt, mu)
+			t.Errorf("masks per trace: t %s, u %s", mt, mu)
 		}
 		wait := d.refund("u", secretOrder, 700)
 		wantOutcome(t, "big refund in u", wait, audit.OutcomePendingApproval, reason.ApprovalRequired)
@@ -271,7 +283,7 @@ func TestMaskKeysBindPerTrace(t *testing.T) {
 		}
 		wantOutcome(t, "approved in u", res, audit.OutcomeExecuted, reason.EffectSucceeded)
 		d.noSecret(t, secretOrder)
-	}, withMaskKeys(mask.NewKeys()))
+	}, withMaskKeys(ring))
 }
 
 // New refuses both mask options, a nil keyring, and under a keyring a
