@@ -11,6 +11,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/internal/kernelhook"
 	"github.com/blackboardkernel/bk/internal/rebuild"
 	"github.com/blackboardkernel/bk/internal/telemetry"
@@ -67,13 +68,15 @@ type Config struct {
 	// type must have a kernel action spec with SafeFallback
 	// (Kernel.ActionSpecs), and may not be a tool's.
 	Fallback string
-	// Budget is a budget and loop guard that every call is checked
-	// against, besides any the call carries ([Call.Budget]): the two
-	// compose, and a call must pass both. nil: none. The gate's run is the
-	// ceiling of every call it serves; when several runs or lanes share a
-	// gate, give each call its own too (a sub-run of the gate's run counts
-	// on it once, not twice).
-	Budget *Budget
+	// Budget is a run budget that every call is charged to, besides any
+	// the call carries ([Call.Budget]): they compose, and a call must pass
+	// both. nil: none. The gate's run is the ceiling of every call it
+	// serves; when several runs or lanes share a gate, give each call its
+	// own too (a sub-run of the gate's run counts on it once, not twice).
+	Budget *budget.Run
+	// Guard is a loop guard that every call is checked against, besides
+	// any the call carries ([Call.Guard]). nil: none.
+	Guard *budget.Guard
 	// MaskKey is one key of the keyed hash that stands in the store for
 	// the values of the tools' masked fields ([Tool.Masked]), in every
 	// trace: at least [mask.MinKey] bytes. The key is copied. Destroying
@@ -141,10 +144,7 @@ func (c Config) compile(reachable bool) (*Gate, kernel.Config, error) {
 		fallback = kernel.FallbackQueueForReview
 	}
 	g := &Gate{tools: map[string]*entry{}, contracts: map[string]*contract{},
-		lease: lease, fallback: fallback, budget: c.Budget}
-	if b := c.Budget; b != nil && b.Run == nil && b.Guard == nil {
-		g.budget = nil
-	}
+		lease: lease, fallback: fallback, budget: c.Budget, guard: c.Guard}
 	switch {
 	case c.MaskKey != nil && c.MaskKeys != nil:
 		errs.add("MaskKey", "both MaskKey and MaskKeys")

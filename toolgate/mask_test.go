@@ -98,8 +98,7 @@ func TestAttackMaskedValueReachesStore(t *testing.T) {
 		denied := d.call("t", "researcher", "", "issue_refund", `{"order_id":"`+secretOrder+`","amount":1}`)
 		wantOutcome(t, "not permitted", denied, audit.OutcomeRefused, reason.ToolNotPermitted)
 		// A loop guard's refusal keeps the repeated call's digest: keyed.
-		guard := &Budget{Guard: newGuard(t)}
-		lookup := Call{Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"` + secretOrder + `"}`), Caller: "support", TraceID: "loop", Budget: guard}
+		lookup := Call{Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"` + secretOrder + `"}`), Caller: "support", TraceID: "loop", Guard: newGuard(t)}
 		var last Result
 		for range 3 {
 			if last, err = d.g.Call(d.ctx, lookup); err != nil {
