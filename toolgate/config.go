@@ -407,12 +407,13 @@ func unreachable(g *Gate, c Config, derivedBy map[string]*entry) problems {
 
 // New builds a gate and the kernel it governs from cfg (see [Config]), and
 // [Gate.Kernel] returns that kernel. New refuses a bad configuration with
-// every problem it finds at once ([Config.Validate]: [*kernel.ConfigError]s
-// joined, each wrapping [blackboard.ErrInvalidInput]): a tool it cannot compile, an action spec of the
-// kernel's for a tool's action type, a fallback that is not a registered
-// safe fallback, bad contracts, intents, lease or mask keys, a bad kernel
-// configuration; and each configuration under which a tool can never
-// work, naming the tool and the field:
+// every problem it finds at once ([Config.Validate]:
+// [*kernel.ConfigError]s joined, each wrapping
+// [blackboard.ErrInvalidInput]): a tool it cannot compile, an action spec
+// of the kernel's for a tool's action type, a fallback that is not a
+// registered safe fallback, bad contracts, intents, lease or mask keys, a
+// bad kernel configuration; and each configuration under which a tool can
+// never work, naming the tool and the field:
 //
 //   - a tool that requires a belief nothing derives or proposes (Requires),
 //   - a binding on a percept kind that no belief of the tool rests on
