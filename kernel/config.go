@@ -103,17 +103,20 @@ type Config struct {
 
 // ConfigError is one problem of a [Config]: [Config.Validate] and [New]
 // return every problem at once, joined (errors.Join), each a *ConfigError
-// for errors.As. It wraps [blackboard.ErrInvalidInput].
+// for errors.As. It wraps [blackboard.ErrInvalidInput]. The tool gate
+// reports the problems of its own configuration (toolgate.Config) as
+// ConfigErrors too, so that one type serves both.
 type ConfigError struct {
-	// Field names the field at fault, as Go code would reach it:
-	// "MinConfidence", "ActionSpecs[2].Once.Fields".
+	// Field names the field at fault, as Go code would reach it from the
+	// configuration: "MinConfidence", "ActionSpecs[2].Once.Fields"; the
+	// gate's `Tools["issue_refund"].Requires[0]`, "Kernel.MinConfidence".
 	Field string
 	// Problem says what is wrong with it.
 	Problem string
 }
 
-// Error names the field and the problem.
-func (e *ConfigError) Error() string { return "kernel: config: " + e.Field + ": " + e.Problem }
+// Error names the field and the problem: "config: " Field ": " Problem.
+func (e *ConfigError) Error() string { return "config: " + e.Field + ": " + e.Problem }
 
 // Unwrap returns [blackboard.ErrInvalidInput].
 func (e *ConfigError) Unwrap() error { return blackboard.ErrInvalidInput }

@@ -83,13 +83,15 @@ func (s *StepContext) Findings() []Finding {
 // Budget is the worker's lane budget for this run ([Lane.Budget]): a
 // sub-run that draws on the run's budget, the run's own budget when the
 // lane sets no limits, or nil when the run has no budget. Pass it to an
-// LLM agent's task so that its model and tool calls are charged to it.
+// LLM agent's task so that its model and tool calls are charged to it, or
+// to the worker's own gate calls (toolgate.Call.Budget).
 // It is passed here, with the step, and never through ctx, so that it
 // reaches only the worker it was granted to.
 func (s *StepContext) Budget() *budget.Run { return s.run }
 
 // Guard is the worker's own loop guard for its tool calls ([WithLoopGuard]),
-// or nil.
+// or nil: an LLM agent's task's, or the worker's gate calls'
+// (toolgate.Call.Guard).
 func (s *StepContext) Guard() *budget.Guard { return s.guard }
 
 // Grant is the grant of turns for this step ([Lane.Turns] turns, 1 by

@@ -13,21 +13,12 @@ import (
 	"github.com/blackboardkernel/bk/kernel"
 )
 
-// Budget is what a call is charged to before it is decided: the budget of
-// the run it belongs to and that run's loop guard. Either may be nil. A
-// sub-agent lane passes its own ([Call.Budget]): a sub-run of the parent's
-// budget ([budget.Run.Sub]) and a guard of its own. A call's Budget adds
-// to the gate's ([Config.Budget]); it never replaces it.
-type Budget struct {
-	Run   *budget.Run
-	Guard *budget.Guard
-}
-
 // budgets are the limits a call is charged to: every loop guard and run
-// that applies, the call's own ([Call.Budget]) first, then the gate's
-// ([Config.Budget]). They compose: a run that another of them draws on (the
-// gate's run above the call's sub-run) is charged through that one, and
-// the same guard or run given twice counts once.
+// that applies, the call's own ([Call.Budget], [Call.Guard]) first, then
+// the gate's ([Config.Budget], [Config.Guard]). They compose: a run that
+// another of them draws on (the gate's run above the call's sub-run) is
+// charged through that one, and the same guard or run given twice counts
+// once.
 type budgets struct {
 	guards []*budget.Guard
 	runs   []*budget.Run
@@ -36,20 +27,20 @@ type budgets struct {
 // budgetsOf returns what a call is charged to.
 func (x *executor) budgetsOf(c Call) budgets {
 	var bs budgets
-	from := []*Budget{c.Budget, x.g.budget}
-	if !budgetsCompose() && c.Budget != nil {
-		from = from[:1] // the call's budget replaces the gate's
+	guards := []*budget.Guard{c.Guard, x.g.guard}
+	from := []*budget.Run{c.Budget, x.g.budget}
+	if !budgetsCompose() && (c.Budget != nil || c.Guard != nil) {
+		guards, from = guards[:1], from[:1] // the call's budget replaces the gate's
+	}
+	for _, gd := range guards {
+		if gd != nil && !slices.Contains(bs.guards, gd) {
+			bs.guards = append(bs.guards, gd)
+		}
 	}
 	var runs []*budget.Run
-	for _, b := range from {
-		if b == nil {
-			continue
-		}
-		if b.Guard != nil && !slices.Contains(bs.guards, b.Guard) {
-			bs.guards = append(bs.guards, b.Guard)
-		}
-		if b.Run != nil && !slices.Contains(runs, b.Run) {
-			runs = append(runs, b.Run)
+	for _, r := range from {
+		if r != nil && !slices.Contains(runs, r) {
+			runs = append(runs, r)
 		}
 	}
 	// Keep the runs no other run draws on: charging a sub-run counts on

@@ -14,8 +14,8 @@ import (
 )
 
 // budgetGate is a gate with one read-only tool, lookup, and the
-// gate's budget b; ran counts the effect's calls.
-func budgetGate(t *testing.T, ran *int, b *toolgate.Budget) *toolgate.Gate {
+// gate's run b; ran counts the effect's calls.
+func budgetGate(t *testing.T, ran *int, b *budget.Run) *toolgate.Gate {
 	t.Helper()
 	lookup := toolgate.Tool{Unscoped: true, Name: "lookup", Result: "order",
 		Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
@@ -59,31 +59,31 @@ func TestAttackCallBudgetComposes(t *testing.T) {
 	cases := []struct {
 		name     string
 		gateRun  int64
-		own      func(gateRun *budget.Run) *toolgate.Budget
+		own      func(gateRun *budget.Run) (*budget.Run, *budget.Guard)
 		wantRan  int
 		wantUsed float64 // the gate's run's count at the end
 	}{
-		{"a guard alone", 3, func(*budget.Run) *toolgate.Budget { return &toolgate.Budget{Guard: guard()} }, 3, 3},
-		{"a looser run", 3, func(*budget.Run) *toolgate.Budget { return &toolgate.Budget{Run: newRunOf(t, 100)} }, 3, 3},
-		{"a stricter run", 10, func(*budget.Run) *toolgate.Budget { return &toolgate.Budget{Run: newRunOf(t, 2)} }, 2, 2},
-		{"a sub-run of the gate's", 3, func(r *budget.Run) *toolgate.Budget {
+		{"a guard alone", 3, func(*budget.Run) (*budget.Run, *budget.Guard) { return nil, guard() }, 3, 3},
+		{"a looser run", 3, func(*budget.Run) (*budget.Run, *budget.Guard) { return newRunOf(t, 100), nil }, 3, 3},
+		{"a stricter run", 10, func(*budget.Run) (*budget.Run, *budget.Guard) { return newRunOf(t, 2), nil }, 2, 2},
+		{"a sub-run of the gate's", 3, func(r *budget.Run) (*budget.Run, *budget.Guard) {
 			sub, err := r.Sub(budget.Limits{ToolCalls: 10}, "")
 			if err != nil {
 				t.Fatal(err)
 			}
-			return &toolgate.Budget{Run: sub, Guard: guard()}
+			return sub, guard()
 		}, 3, 3},
-		{"the gate's own", 3, func(r *budget.Run) *toolgate.Budget { return &toolgate.Budget{Run: r} }, 3, 3},
+		{"the gate's own", 3, func(r *budget.Run) (*budget.Run, *budget.Guard) { return r, nil }, 3, 3},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			gateRun := newRunOf(t, tc.gateRun)
 			ran := 0
-			g := budgetGate(t, &ran, &toolgate.Budget{Run: gateRun})
-			own := tc.own(gateRun)
+			g := budgetGate(t, &ran, gateRun)
+			ownRun, ownGuard := tc.own(gateRun)
 			for i := range 14 {
 				res, err := g.Call(context.Background(), toolgate.Call{Tool: "lookup", Caller: "agent", TraceID: "t-budget",
-					Args: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i)), Budget: own})
+					Args: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i)), Budget: ownRun, Guard: ownGuard})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -44,10 +44,21 @@ func newGuard(t *testing.T) *budget.Guard {
 	return g
 }
 
+// limits is what a test's calls are charged to: a run and a loop guard,
+// either nil.
+type limits struct {
+	Run   *budget.Run
+	Guard *budget.Guard
+}
+
 // lookup is a lookup_order call charged to b.
-func lookup(trace, order string, b *Budget) Call {
-	return Call{ID: "c_" + order, Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"` + order + `"}`),
-		Caller: "support", TraceID: trace, Budget: b}
+func lookup(trace, order string, b *limits) Call {
+	c := Call{ID: "c_" + order, Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"` + order + `"}`),
+		Caller: "support", TraceID: trace}
+	if b != nil {
+		c.Budget, c.Guard = b.Run, b.Guard
+	}
+	return c
 }
 
 // reasonIn reads the structured reason a budget refusal's record holds.
@@ -63,7 +74,7 @@ func reasonIn(t *testing.T, d audit.Entry) map[string]any {
 func TestBudgetRefusesBeforeTheCall(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		run := newRun(t, d, budget.Limits{ToolCalls: 2})
-		b := &Budget{Run: run}
+		b := &limits{Run: run}
 		for _, order := range []string{"A1", "A2"} {
 			res, err := d.g.Call(d.ctx, lookup("t", order, b))
 			if err != nil || res.Outcome != audit.OutcomeExecuted {
@@ -140,7 +151,7 @@ func TestBudgetRefusesBeforeTheCall(t *testing.T) {
 func TestBudgetDeadlineAndCost(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		run := newRun(t, d, budget.Limits{Deadline: time.Minute, Cost: 1})
-		b := &Budget{Run: run}
+		b := &limits{Run: run}
 		if res, _ := d.g.Call(d.ctx, lookup("t", "A1", b)); res.Outcome != audit.OutcomeExecuted {
 			t.Fatalf("first call %+v", res)
 		}
@@ -169,10 +180,10 @@ func TestBudgetDeadlineAndCost(t *testing.T) {
 func TestLoopGuardAtTheGate(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		run := newRun(t, d, budget.Limits{ToolCalls: 10})
-		b := &Budget{Run: run, Guard: newGuard(t)}
+		b := &limits{Run: run, Guard: newGuard(t)}
 		search := func(args string) Result {
 			t.Helper()
-			res, err := d.g.Call(d.ctx, Call{Tool: "search_kb", Args: json.RawMessage(args), Caller: "researcher", TraceID: "t", Budget: b})
+			res, err := d.g.Call(d.ctx, Call{Tool: "search_kb", Args: json.RawMessage(args), Caller: "researcher", TraceID: "t", Budget: b.Run, Guard: b.Guard})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -216,7 +227,7 @@ func TestLoopGuardAtTheGate(t *testing.T) {
 func TestBudgetGuardFirst(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		run := newRun(t, d, budget.Limits{ToolCalls: 1})
-		b := &Budget{Run: run, Guard: newGuard(t)}
+		b := &limits{Run: run, Guard: newGuard(t)}
 		wantOutcome(t, "first", d.mustCall(lookup("t", "A1", b)), audit.OutcomeExecuted, reason.EffectSucceeded)
 		wantOutcome(t, "second: the guard allows it, the budget does not", d.mustCall(lookup("t", "A1", b)), audit.OutcomeRefused, reason.BudgetExceeded)
 		wantOutcome(t, "third: the guard refuses first", d.mustCall(lookup("t", "A1", b)), audit.OutcomeRefused, reason.LoopDetected)
@@ -243,7 +254,7 @@ func TestGateBudgetAndCallBudget(t *testing.T) {
 		wantOutcome(t, "gate's budget", d.mustCall(lookup("t", "A1", nil)), audit.OutcomeExecuted, reason.EffectSucceeded)
 		wantOutcome(t, "gate's budget, spent", d.mustCall(lookup("t", "A2", nil)), audit.OutcomeRefused, reason.BudgetExceeded)
 		// The call's own budget adds to the gate's: the gate's is still spent.
-		wantOutcome(t, "the call's own", d.mustCall(lookup("t", "A3", &Budget{Run: callRun})), audit.OutcomeRefused, reason.BudgetExceeded)
+		wantOutcome(t, "the call's own", d.mustCall(lookup("t", "A3", &limits{Run: callRun})), audit.OutcomeRefused, reason.BudgetExceeded)
 		if g, c := gateRun.Snapshot().Used[budget.ToolCalls], callRun.Snapshot().Used[budget.ToolCalls]; g != 1 || c != 1 {
 			t.Errorf("gate run used %v, call run %v; want 1 and 1", g, c)
 		}
@@ -253,7 +264,7 @@ func TestGateBudgetAndCallBudget(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		su.cfg.Budget = &Budget{Run: gateRun}
+		su.cfg.Budget = gateRun
 	})
 }
 
@@ -271,7 +282,7 @@ func TestBudgetParallelLanes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b := &Budget{Run: sub, Guard: newGuard(t)}
+			b := &limits{Run: sub, Guard: newGuard(t)}
 			wg.Go(func() {
 				trace := fmt.Sprintf("lane-%d", l)
 				for i := range perLane {

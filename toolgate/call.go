@@ -11,6 +11,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/reason"
 )
@@ -58,12 +59,17 @@ type Call struct {
 	// Intent, when set, names the intent the call serves; with intents
 	// configured, a call must name one that allows the tool.
 	Intent string `json:"intent,omitempty"`
-	// Budget, when set, is charged before anything else is checked: its
-	// loop guard, then its run's tool-call budget. It adds to the gate's
-	// [Config.Budget], never replaces it: every limit of both applies. A
-	// sub-agent lane passes its own sub-run and guard here. It is not
-	// encoded.
-	Budget *Budget `json:"-"`
+	// Budget, when set, is the run the call is charged to before anything
+	// else is checked (after Guard): its tool-call budget. It adds to the
+	// gate's [Config.Budget], never replaces it: every limit of both
+	// applies. A sub-agent lane passes its own sub-run of the gate's run
+	// ([budget.Run.Sub]) here. It is not encoded.
+	Budget *budget.Run `json:"-"`
+	// Guard, when set, is the loop guard asked first of all: the same
+	// tool with the same arguments too often is LOOP_DETECTED. It adds to
+	// the gate's [Config.Guard]. A sub-agent lane passes its own. It is
+	// not encoded.
+	Guard *budget.Guard `json:"-"`
 	// Effect, when set, runs the call's action in place of the tool's
 	// [Tool.Effect]: an adapter wraps the framework's own tool in it.
 	// A caller-driven tool (one with no Effect) needs it: a call without

@@ -11,6 +11,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/internal/kernelhook"
 	"github.com/blackboardkernel/bk/internal/rebuild"
 	"github.com/blackboardkernel/bk/internal/telemetry"
@@ -37,7 +38,7 @@ type Config struct {
 	// and of each tool's action type to the callers whose contracts list
 	// the tool. These reservations replace any of the owner's for the same
 	// kinds: the owner cannot take a tool's kinds back. An action spec for
-	// a tool's action type is [ErrInvalidConfig].
+	// a tool's action type is a configuration error.
 	Kernel kernel.Config
 	// Tools are the tools, in the order [Gate.Surface] lists them. A tool
 	// that rests on no belief has its action type registered as a safe,
@@ -67,13 +68,15 @@ type Config struct {
 	// type must have a kernel action spec with SafeFallback
 	// (Kernel.ActionSpecs), and may not be a tool's.
 	Fallback string
-	// Budget is a budget and loop guard that every call is checked
-	// against, besides any the call carries ([Call.Budget]): the two
-	// compose, and a call must pass both. nil: none. The gate's run is the
-	// ceiling of every call it serves; when several runs or lanes share a
-	// gate, give each call its own too (a sub-run of the gate's run counts
-	// on it once, not twice).
-	Budget *Budget
+	// Budget is a run budget that every call is charged to, besides any
+	// the call carries ([Call.Budget]): they compose, and a call must pass
+	// both. nil: none. The gate's run is the ceiling of every call it
+	// serves; when several runs or lanes share a gate, give each call its
+	// own too (a sub-run of the gate's run counts on it once, not twice).
+	Budget *budget.Run
+	// Guard is a loop guard that every call is checked against, besides
+	// any the call carries ([Call.Guard]). nil: none.
+	Guard *budget.Guard
 	// MaskKey is one key of the keyed hash that stands in the store for
 	// the values of the tools' masked fields ([Tool.Masked]), in every
 	// trace: at least [mask.MinKey] bytes. The key is copied. Destroying
@@ -94,40 +97,13 @@ type Config struct {
 	MaskKeys mask.Keyring
 }
 
-// ConfigError is one problem of a [Config]: [Config.Validate] and [New]
-// return every problem they find at once, joined (errors.Join), each a
-// *ConfigError for errors.As, naming the tool and the field at fault.
-type ConfigError struct {
-	// Tool is the tool at fault; "" for a problem of the gate's own
-	// fields.
-	Tool string
-	// Field names the field at fault: a field of the [Tool] ("Requires",
-	// "Bindings[1].Percept", "Once.Fields"), or of the Config ("Lease",
-	// `Contracts["support"]`, "Kernel.MinConfidence").
-	Field string
-	// Problem says what is wrong.
-	Problem string
-	err     error // the sentinel, see Unwrap
-}
-
-// Error names the tool, the field and the problem.
-func (e *ConfigError) Error() string {
-	s := "toolgate: config: "
-	if e.Tool != "" {
-		s += "tool " + escapedTool(e.Tool) + ": "
-	}
-	return s + e.Field + ": " + e.Problem
-}
-
-// Unwrap returns the sentinel the problem wraps, for errors.Is:
-// [ErrInvalidConfig]. A problem of the kernel's
-// configuration wraps both ErrInvalidConfig and the kernel's
-// *kernel.ConfigError.
-func (e *ConfigError) Unwrap() error { return e.err }
-
 // Validate reports every problem of c that [New] would refuse, at once:
-// nil, or the [*ConfigError]s joined. Besides each field's own checks it
-// refuses the configurations that can never work (see [New]).
+// nil, or the [*kernel.ConfigError]s joined, each wrapping
+// [blackboard.ErrInvalidInput] and naming the field at fault as Go code
+// would reach it from c: a tool's as `Tools["issue_refund"].Requires[0]`,
+// the gate's own as "Lease" or `Contracts["support"]`, the kernel's as
+// "Kernel.MinConfidence". Besides each field's own checks it refuses the
+// configurations that can never work (see [New]).
 func (c Config) Validate() error {
 	_, _, err := c.compile(true)
 	return err
@@ -136,8 +112,18 @@ func (c Config) Validate() error {
 // problems collects a Config's problems.
 type problems []error
 
-func (p *problems) add(sentinel error, tool, field, format string, a ...any) {
-	*p = append(*p, &ConfigError{Tool: tool, Field: field, Problem: fmt.Sprintf(format, a...), err: sentinel})
+func (p *problems) add(field, format string, a ...any) {
+	*p = append(*p, configError(field, format, a...))
+}
+
+// configError is the problem of field.
+func configError(field, format string, a ...any) error {
+	return &kernel.ConfigError{Field: field, Problem: fmt.Sprintf(format, a...)}
+}
+
+// toolField names field of tool name: `Tools["name"].field`.
+func toolField(name, field string) string {
+	return "Tools[" + escapedTool(name) + "]." + field
 }
 
 // compile checks c and compiles the gate it describes, without its
@@ -151,24 +137,21 @@ func (c Config) compile(reachable bool) (*Gate, kernel.Config, error) {
 		lease = defaultLease
 	}
 	if lease < 0 {
-		errs.add(ErrInvalidConfig, "", "Lease", "%v is negative", c.Lease)
+		errs.add("Lease", "%v is negative", c.Lease)
 	}
 	fallback := c.Fallback
 	if fallback == "" {
 		fallback = kernel.FallbackQueueForReview
 	}
 	g := &Gate{tools: map[string]*entry{}, contracts: map[string]*contract{},
-		lease: lease, fallback: fallback, budget: c.Budget}
-	if b := c.Budget; b != nil && b.Run == nil && b.Guard == nil {
-		g.budget = nil
-	}
+		lease: lease, fallback: fallback, budget: c.Budget, guard: c.Guard}
 	switch {
 	case c.MaskKey != nil && c.MaskKeys != nil:
-		errs.add(ErrInvalidConfig, "", "MaskKey", "both MaskKey and MaskKeys")
+		errs.add("MaskKey", "both MaskKey and MaskKeys")
 	case c.MaskKeys != nil:
 		g.mask = &masker{ring: c.MaskKeys}
 	case c.MaskKey != nil && len(c.MaskKey) < mask.MinKey:
-		errs.add(ErrInvalidConfig, "", "MaskKey", "%d bytes (want at least %d)", len(c.MaskKey), mask.MinKey)
+		errs.add("MaskKey", "%d bytes (want at least %d)", len(c.MaskKey), mask.MinKey)
 	case c.MaskKey != nil:
 		g.mask = &masker{key: slices.Clone(c.MaskKey)}
 	}
@@ -181,13 +164,13 @@ func (c Config) compile(reachable bool) (*Gate, kernel.Config, error) {
 		}
 		if len(e.Masked) > 0 && g.mask == nil && !(c.MaskKey != nil || c.MaskKeys != nil) {
 			// Fail closed: without a key the values would be stored.
-			errs.add(ErrInvalidConfig, e.Name, "Masked", "masks fields %q but the gate has no mask key (MaskKey, MaskKeys)", e.Masked)
+			errs.add(toolField(e.Name, "Masked"), "masks fields %q but the gate has no mask key (MaskKey, MaskKeys)", e.Masked)
 		}
 		g.tools[e.Name] = e
 		g.order = append(g.order, e)
 		for j, d := range e.derives {
 			if other, ok := derivedBy[d.Belief]; ok {
-				errs.add(ErrInvalidConfig, e.Name, fmt.Sprintf("Derives[%d].Belief", j), "belief %q is derived by tool %q too", d.Belief, other.Name)
+				errs.add(toolField(e.Name, fmt.Sprintf("Derives[%d].Belief", j)), "belief %q is derived by tool %q too", d.Belief, other.Name)
 				continue
 			}
 			derivedBy[d.Belief] = e
@@ -215,19 +198,19 @@ func kernelConfig(g *Gate, c Config) (kernel.Config, problems) {
 	var errs problems
 	if err := c.Kernel.Validate(); err != nil {
 		for _, one := range splitJoined(err) {
-			field := "Kernel"
 			var kerr *kernel.ConfigError
 			if errors.As(one, &kerr) {
-				field += "." + kerr.Field
+				errs.add("Kernel."+kerr.Field, "%s", kerr.Problem)
+			} else {
+				errs.add("Kernel", "%v", one)
 			}
-			errs = append(errs, &ConfigError{Field: field, Problem: one.Error(), err: errors.Join(ErrInvalidConfig, one)})
 		}
 	}
 	kc := c.Kernel
 	kc.ActionSpecs = slices.Clone(kc.ActionSpecs)
 	for i, s := range c.Kernel.ActionSpecs {
 		if e := g.tools[s.Type]; e != nil {
-			errs.add(ErrInvalidConfig, e.Name, fmt.Sprintf("Kernel.ActionSpecs[%d]", i), "action type %q is a tool's and also a kernel action spec", s.Type)
+			errs.add(fmt.Sprintf("Kernel.ActionSpecs[%d].Type", i), "action type %q is tool %s's and also a kernel action spec", s.Type, escapedTool(e.Name))
 		}
 	}
 	owned := map[string]bool{} // belief kinds the owner gives a spec for
@@ -293,7 +276,7 @@ func checkFallback(g *Gate, c Config) problems {
 		}
 	}
 	if e := g.tools[g.fallback]; !safe || e != nil {
-		errs.add(ErrInvalidConfig, "", "Fallback", "%q is not a registered safe fallback that is no tool's", g.fallback)
+		errs.add("Fallback", "%q is not a registered safe fallback that is no tool's", g.fallback)
 	}
 	return errs
 }
@@ -305,12 +288,12 @@ func compileCallers(g *Gate, c Config) problems {
 	names := func(field, what, name string, tools []string) map[string]bool {
 		field = fmt.Sprintf("%s[%q]", field, name)
 		if err := checkName(name); err != nil {
-			errs.add(ErrInvalidConfig, "", field, "%s: %v", what, err)
+			errs.add(field, "%s: %v", what, err)
 		}
 		set := make(map[string]bool, len(tools))
 		for _, tn := range tools {
 			if g.tools[tn] == nil {
-				errs.add(ErrInvalidConfig, "", field, "%s %q lists tool %q, which is not registered", what, name, tn)
+				errs.add(field, "%s %q lists tool %q, which is not registered", what, name, tn)
 			}
 			set[tn] = true
 		}
@@ -393,11 +376,11 @@ func unreachable(g *Gate, c Config, derivedBy map[string]*entry) problems {
 			switch {
 			case derivedBy[b] != nil:
 			case reserved && len(w) == 0:
-				errs.add(ErrInvalidConfig, e.Name, fmt.Sprintf("Requires[%d]", i),
+				errs.add(toolField(e.Name, fmt.Sprintf("Requires[%d]", i)),
 					"belief %q is derived by no tool, and the kernel configuration reserves it to no writer: no one may propose it, so every call would be refused", b)
 			case spec || reserved:
 			default:
-				errs.add(ErrInvalidConfig, e.Name, fmt.Sprintf("Requires[%d]", i),
+				errs.add(toolField(e.Name, fmt.Sprintf("Requires[%d]", i)),
 					"belief %q is derived by no tool, and the kernel configuration has no belief spec for it nor a reservation to a writer: nothing proposes it, so every call would be refused", b)
 			}
 			kinds, ok := restsOn(b)
@@ -407,14 +390,14 @@ func unreachable(g *Gate, c Config, derivedBy map[string]*entry) problems {
 		if known && len(e.Requires) > 0 {
 			for i, b := range e.Bindings {
 				if !slices.Contains(percepts, b.Percept) {
-					errs.add(ErrInvalidConfig, e.Name, fmt.Sprintf("Bindings[%d].Percept", i),
+					errs.add(toolField(e.Name, fmt.Sprintf("Bindings[%d].Percept", i)),
 						"percept kind %q is not one the beliefs the tool requires rest on (%q): the binding could never be checked, so every call would be refused", b.Percept, percepts)
 				}
 			}
 		}
 		for i, d := range e.derives {
 			if !required[d.Belief] {
-				errs.add(ErrInvalidConfig, e.Name, fmt.Sprintf("Derives[%d].Belief", i),
+				errs.add(toolField(e.Name, fmt.Sprintf("Derives[%d].Belief", i)),
 					"belief %q is required by no tool and no kernel action spec: the gate would derive it for nothing", d.Belief)
 			}
 		}
@@ -424,12 +407,13 @@ func unreachable(g *Gate, c Config, derivedBy map[string]*entry) problems {
 
 // New builds a gate and the kernel it governs from cfg (see [Config]), and
 // [Gate.Kernel] returns that kernel. New refuses a bad configuration with
-// every problem it finds at once ([Config.Validate]: [*ConfigError]s
-// joined, each wrapping [ErrInvalidConfig]): a tool it cannot compile, an action spec of the
-// kernel's for a tool's action type, a fallback that is not a registered
-// safe fallback, bad contracts, intents, lease or mask keys, a bad kernel
-// configuration; and each configuration under which a tool can never
-// work, naming the tool and the field:
+// every problem it finds at once ([Config.Validate]:
+// [*kernel.ConfigError]s joined, each wrapping
+// [blackboard.ErrInvalidInput]): a tool it cannot compile, an action spec
+// of the kernel's for a tool's action type, a fallback that is not a
+// registered safe fallback, bad contracts, intents, lease or mask keys, a
+// bad kernel configuration; and each configuration under which a tool can
+// never work, naming the tool and the field:
 //
 //   - a tool that requires a belief nothing derives or proposes (Requires),
 //   - a binding on a percept kind that no belief of the tool rests on
@@ -458,7 +442,7 @@ func New(ctx context.Context, cfg Config) (*Gate, error) {
 	}
 	k, err := kernel.New(kc)
 	if err != nil {
-		return nil, fmt.Errorf("%w: kernel: %w", ErrInvalidConfig, err)
+		return nil, fmt.Errorf("toolgate: kernel: %w", err) // a config error: it wraps blackboard.ErrInvalidInput
 	}
 	if err := g.init(k, cfg); err != nil {
 		return nil, errors.Join(err, k.Close())
@@ -498,7 +482,7 @@ func (g *Gate) init(k *kernel.Kernel, c Config) error {
 	tpSet, tp := telemetry.TracerChoice(c.Kernel.TracerProvider)
 	mpSet, mp := telemetry.MeterChoice(c.Kernel.MeterProvider)
 	if err := g.x.initTelemetry(tpSet, tp, mpSet, mp); err != nil {
-		return fmt.Errorf("%w: telemetry: %v", ErrInvalidConfig, err)
+		return configError("Kernel.MeterProvider", "the gate's instruments: %v", err)
 	}
 	return nil
 }

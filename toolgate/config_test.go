@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,39 +32,40 @@ func configTools() (lookup, refund toolgate.Tool) {
 
 var refundDueSpec = []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}}
 
-// configErrors returns the *ConfigErrors err joins, failing the test for
-// any other error.
-func configErrors(t *testing.T, err error) []*toolgate.ConfigError {
+// configErrors returns the *kernel.ConfigErrors err joins, failing the
+// test for any other error.
+func configErrors(t *testing.T, err error) []*kernel.ConfigError {
 	t.Helper()
-	var out []*toolgate.ConfigError
+	var out []*kernel.ConfigError
 	errs := []error{err}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		errs = j.Unwrap()
 	}
 	for _, e := range errs {
-		var cerr *toolgate.ConfigError
+		var cerr *kernel.ConfigError
 		if !errors.As(e, &cerr) {
-			t.Fatalf("%v is not a *toolgate.ConfigError", e)
+			t.Fatalf("%v is not a *kernel.ConfigError", e)
 		}
 		out = append(out, cerr)
 	}
 	return out
 }
 
-// refused checks that New refuses cfg with exactly one problem, of tool
-// and field, wrapping sentinel, and that Validate says the same.
-func refused(t *testing.T, cfg toolgate.Config, tool, field string, sentinel error) {
+// refused checks that New refuses cfg with exactly one problem, of tool's
+// field (the Field text names both: `Tools["tool"].field`), wrapping
+// blackboard.ErrInvalidInput, and that Validate says the same.
+func refused(t *testing.T, cfg toolgate.Config, tool, field string) {
 	t.Helper()
 	g, err := toolgate.New(context.Background(), cfg)
 	if err == nil {
 		g.Close()
 		t.Fatalf("New accepted the configuration; want %s of %q refused", field, tool)
 	}
-	if !errors.Is(err, sentinel) {
-		t.Errorf("New: %v, want %v", err, sentinel)
+	if !errors.Is(err, blackboard.ErrInvalidInput) {
+		t.Errorf("New: %v, want blackboard.ErrInvalidInput", err)
 	}
 	got := configErrors(t, err)
-	if len(got) != 1 || got[0].Tool != tool || got[0].Field != field {
+	if len(got) != 1 || !strings.Contains(got[0].Field, strconv.Quote(tool)) || !strings.HasSuffix(got[0].Field, "."+field) {
 		t.Errorf("New: %v, want one problem of tool %q, field %s", err, tool, field)
 	}
 	if verr := cfg.Validate(); verr == nil || verr.Error() != err.Error() {
@@ -91,12 +94,12 @@ func accepted(t *testing.T, cfg toolgate.Config) {
 func TestNewRefusesUnproposableBelief(t *testing.T) {
 	lookup, refund := configTools()
 	base := toolgate.Config{Tools: []toolgate.Tool{lookup, refund}}
-	refused(t, base, "issue_refund", "Requires[0]", toolgate.ErrInvalidConfig)
+	refused(t, base, "issue_refund", "Requires[0]")
 
 	noOne := base
 	noOne.Kernel = kernel.Config{BeliefSpecs: refundDueSpec,
 		Reserved: map[blackboard.Slot]map[string][]string{blackboard.Beliefs: {"refund_due": nil}}}
-	refused(t, noOne, "issue_refund", "Requires[0]", toolgate.ErrInvalidConfig)
+	refused(t, noOne, "issue_refund", "Requires[0]")
 
 	withSpec := base
 	withSpec.Kernel = kernel.Config{BeliefSpecs: refundDueSpec}
@@ -123,11 +126,11 @@ func TestNewRefusesBindingOnUnrestedPercept(t *testing.T) {
 	lookup, refund := configTools()
 	refund.Bindings = append(refund.Bindings, toolgate.Binding{Arg: "amount", Percept: "invoice", Op: "at_most"})
 	cfg := toolgate.Config{Kernel: kernel.Config{BeliefSpecs: refundDueSpec}, Tools: []toolgate.Tool{lookup, refund}}
-	refused(t, cfg, "issue_refund", "Bindings[1].Percept", toolgate.ErrInvalidConfig)
+	refused(t, cfg, "issue_refund", "Bindings[1].Percept")
 
 	// Derived from lookup_order's result: the belief rests on "order" only.
 	lookup.Derives = []toolgate.Derive{{Belief: "refund_due", Value: "true"}}
-	refused(t, toolgate.Config{Tools: []toolgate.Tool{lookup, refund}}, "issue_refund", "Bindings[1].Percept", toolgate.ErrInvalidConfig)
+	refused(t, toolgate.Config{Tools: []toolgate.Tool{lookup, refund}}, "issue_refund", "Bindings[1].Percept")
 
 	// The owner's spec for the derived belief adds the invoice.
 	accepted(t, toolgate.Config{Tools: []toolgate.Tool{lookup, refund},
@@ -139,7 +142,7 @@ func TestNewRefusesBindingOnUnrestedPercept(t *testing.T) {
 func TestNewRefusesUnrequiredDerive(t *testing.T) {
 	lookup, _ := configTools()
 	lookup.Derives = []toolgate.Derive{{Belief: "refund_due", Value: "true"}}
-	refused(t, toolgate.Config{Tools: []toolgate.Tool{lookup}}, "lookup_order", "Derives[0].Belief", toolgate.ErrInvalidConfig)
+	refused(t, toolgate.Config{Tools: []toolgate.Tool{lookup}}, "lookup_order", "Derives[0].Belief")
 
 	accepted(t, toolgate.Config{Tools: []toolgate.Tool{lookup},
 		Kernel: kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "refund_by_hand", MinBeliefs: []string{"refund_due"}}}}})
@@ -152,7 +155,7 @@ func TestNewRefusesOnceKeyFieldNotInSchema(t *testing.T) {
 	lookup, refund := configTools()
 	refund.Once = &kernel.OnceKey{Fields: []string{"order_id", "orderid"}}
 	cfg := toolgate.Config{Kernel: kernel.Config{BeliefSpecs: refundDueSpec}, Tools: []toolgate.Tool{lookup, refund}}
-	refused(t, cfg, "issue_refund", "Once.Fields[1]", toolgate.ErrInvalidConfig)
+	refused(t, cfg, "issue_refund", "Once.Fields[1]")
 
 	refund.Once = &kernel.OnceKey{Fields: []string{"order_id"}}
 	cfg.Tools = []toolgate.Tool{lookup, refund}
@@ -160,8 +163,8 @@ func TestNewRefusesOnceKeyFieldNotInSchema(t *testing.T) {
 }
 
 // New and Validate report every problem of a configuration at once, each
-// naming its tool (if any) and field; a kernel problem names the kernel's
-// field and wraps both ErrInvalidConfig and the kernel's *ConfigError.
+// naming its field, a tool's by the tool's name; a kernel problem names
+// the kernel's field under Kernel.
 func TestNewReportsEveryProblem(t *testing.T) {
 	lookup, refund := configTools()
 	lookup.Derives = []toolgate.Derive{{Belief: "customer_known", Value: "true"}}
@@ -177,26 +180,27 @@ func TestNewReportsEveryProblem(t *testing.T) {
 		MaskKey:   []byte("short"),
 	}
 	err := cfg.Validate()
-	type problem struct{ tool, field string }
-	var got []problem
+	var got []string
 	for _, e := range configErrors(t, err) {
-		got = append(got, problem{e.Tool, e.Field})
+		got = append(got, e.Field)
 	}
-	want := []problem{
-		{"", "Lease"},
-		{"", "MaskKey"},
-		{"issue_refund", "Once.Fields[0]"},
-		{"", "Kernel.MinConfidence"},
-		{"", `Contracts["support"]`},
-		{"lookup_order", "Derives[0].Belief"},
-		{"issue_credit", "Requires[0]"},
+	want := []string{
+		"Lease",
+		"MaskKey",
+		`Tools["issue_refund"].Once.Fields[0]`,
+		"Kernel.MinConfidence",
+		`Contracts["support"]`,
+		`Tools["lookup_order"].Derives[0].Belief`,
+		`Tools["issue_credit"].Requires[0]`,
 	}
 	if !slices.Equal(got, want) {
-		t.Errorf("problems %v, want %v", got, want)
+		t.Errorf("problems %q, want %q", got, want)
 	}
-	var kerr *kernel.ConfigError
-	if !errors.Is(err, toolgate.ErrInvalidConfig) || !errors.Is(err, blackboard.ErrInvalidInput) || !errors.As(err, &kerr) || kerr.Field != "MinConfidence" {
-		t.Errorf("%v: want ErrInvalidConfig and the kernel's *ConfigError", err)
+	if !errors.Is(err, blackboard.ErrInvalidInput) {
+		t.Errorf("%v: want blackboard.ErrInvalidInput", err)
+	}
+	if first := strings.SplitN(err.Error(), "\n", 2)[0]; first != "config: Lease: -1s is negative" {
+		t.Errorf("first problem reads %q", first)
 	}
 	if _, nerr := toolgate.New(context.Background(), cfg); nerr == nil || nerr.Error() != err.Error() {
 		t.Errorf("New: %v, want Validate's %v", nerr, err)

@@ -230,7 +230,7 @@ func TestDeriveKernelRefuses(t *testing.T) {
 	}
 }
 
-// TestDeriveInvalid: New compiles the rules: a bad one is ErrInvalidConfig
+// TestDeriveInvalid: New compiles the rules: a bad one is blackboard.ErrInvalidInput
 // and nothing is built.
 func TestDeriveInvalid(t *testing.T) {
 	noop := func(context.Context, Invocation) (blackboard.Payload, error) { return nil, nil }
@@ -250,11 +250,11 @@ func TestDeriveInvalid(t *testing.T) {
 		{"by two tools", []Tool{{Unscoped: true, Name: "a", Effect: noop, Derives: []Derive{{Belief: "b", Value: "true"}}},
 			{Unscoped: true, Name: "c", Effect: noop, Derives: []Derive{{Belief: "b", Value: "true"}}}}},
 	} {
-		if g, err := New(context.Background(), Config{Tools: tc.tools}); !errors.Is(err, ErrInvalidConfig) {
+		if g, err := New(context.Background(), Config{Tools: tc.tools}); !errors.Is(err, blackboard.ErrInvalidInput) {
 			if g != nil {
 				g.Close()
 			}
-			t.Errorf("%s: %v, want ErrInvalidConfig", tc.name, err)
+			t.Errorf("%s: %v, want blackboard.ErrInvalidInput", tc.name, err)
 		}
 	}
 }

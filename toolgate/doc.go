@@ -76,12 +76,31 @@
 // tool, with its approval, end to end. [Func] defines a tool from Go
 // types.
 //
+// # Errors
+//
 // An error, as opposed to a refusal, wraps a sentinel for errors.Is: the
-// gate's own [ErrInvalidConfig] and [ErrDecided], or the one the kernel
-// returns for the same condition (a bad trace id is
-// [blackboard.ErrInvalidInput], an id that is not the gate's action
-// [kernel.ErrInvalidReference]); the declaration of [ErrInvalidConfig]
-// lists which.
+// gate's own [ErrDecided], or one of the shared vocabulary's, which the
+// kernel returns for the same conditions:
+//
+//   - [blackboard.ErrInvalidInput]: a configuration [New] refuses (each
+//     problem a [*kernel.ConfigError] naming the field, see
+//     [Config.Validate]), a call the gate cannot even record (no valid
+//     trace id), a bad request for [Gate.RecordRequest], run controls
+//     naming a tool the gate does not hold, or a [Gate.Surface] for a
+//     caller with no contract or an intent that is not configured;
+//   - [kernel.ErrInvalidReference]: [Gate.Execute] or [Gate.Resume] was
+//     given an id that is not a committed action the gate proposed for
+//     one of its tools (in that trace), or an [Approver] one that is not
+//     a committed, active action of the trace;
+//   - [blackboard.ErrPermission]: a [Gate.Restrict] that would loosen the
+//     trace's run controls, or an approver deciding what it may not;
+//   - [blackboard.ErrDuplicateKey]: a [Gate.RecordRequest] for a trace
+//     whose request is recorded already and is another one (the once-key
+//     a trace's request claims is taken);
+//
+// or a store's, or the context's. Each message starts "toolgate: " (a
+// configuration problem's "config: ") and says what happened. A refusal
+// is never an error: it is a [Result].
 //
 // # Where the details are
 //

@@ -29,10 +29,9 @@ func ExampleCall_budget() {
 	if err != nil {
 		panic(err)
 	}
-	b := &toolgate.Budget{Run: lane, Guard: guard}
 	for _, order := range []string{"A1", "A1", "A1", "B2", "C3"} {
 		res, err := g.Call(context.Background(), toolgate.Call{Tool: "lookup_order", Caller: "support", TraceID: "case-9",
-			Args: json.RawMessage(`{"order_id":"` + order + `"}`), Budget: b})
+			Args: json.RawMessage(`{"order_id":"` + order + `"}`), Budget: lane, Guard: guard})
 		if err != nil {
 			panic(err)
 		}
@@ -43,7 +42,7 @@ func ExampleCall_budget() {
 		fmt.Println(line)
 	}
 	res, err := g.Call(context.Background(), toolgate.Call{Tool: "lookup_order", Caller: "support", TraceID: "case-9",
-		Args: json.RawMessage(`{"order_id":"D4"}`), Budget: b})
+		Args: json.RawMessage(`{"order_id":"D4"}`), Budget: lane, Guard: guard})
 	if err != nil {
 		panic(err)
 	}

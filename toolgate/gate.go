@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/internal/telemetry"
 	"github.com/blackboardkernel/bk/kernel"
 )
@@ -28,9 +29,10 @@ type Gate struct {
 	gov       *kernel.Governor // retires actions, reads once-keys, rechecks
 	x         *executor        // runs the calls and drives their effects
 	tracer    telemetry.Tracer
-	metrics   *gateMetrics // nil: metrics off
-	budget    *Budget      // the default budget of calls ([Config.Budget]); nil for none
-	mask      *masker      // hashes masked fields ([Config.MaskKey], [Config.MaskKeys]); nil without a key
+	metrics   *gateMetrics  // nil: metrics off
+	budget    *budget.Run   // the run every call is charged to ([Config.Budget]); nil for none
+	guard     *budget.Guard // the loop guard of every call ([Config.Guard]); nil for none
+	mask      *masker       // hashes masked fields ([Config.MaskKey], [Config.MaskKeys]); nil without a key
 	// The policy snapshot: its JSON, its hash (boxed once, as decision
 	// records hold it) and the id of the record that holds it.
 	policyJSON  []byte
@@ -179,7 +181,8 @@ func (g *Gate) Surface(ctx context.Context, caller, traceID, intent string) ([]S
 //     with the effect's output, or Failed.
 //
 // Before these checks, a call that has budgets (its own [Call.Budget] and
-// the gate's [Config.Budget], which compose: both apply) passes their loop
+// [Call.Guard], and the gate's [Config.Budget] and [Config.Guard], which
+// compose: all apply) passes their loop
 // guards and then their runs' tool-call budgets. A call refused there is BUDGET_EXCEEDED or LOOP_DETECTED, with
 // a decision record holding the reason and a snapshot of the budget, and
 // its hint is the reason's. Every call the gate receives is counted,

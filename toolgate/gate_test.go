@@ -356,45 +356,46 @@ func TestNewChecks(t *testing.T) {
 	}{
 		{"fine", Config{Tools: []Tool{lookup, refund}, Contracts: map[string][]string{"support": {"lookup_order"}}}, nil},
 		{"no tools", Config{}, nil},
-		{"tool type also a kernel spec", Config{Tools: []Tool{lookup, refund}, Kernel: kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", MinBeliefs: []string{"refund_due"}}}}}, ErrInvalidConfig},
-		{"tool type given as a kernel spec before", Config{Kernel: kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "lookup_order", SafeFallback: true}}}, Tools: []Tool{lookup}}, ErrInvalidConfig},
-		{"tool type is the fallback", Config{Tools: []Tool{{Unscoped: true, Name: kernel.FallbackQueueForReview, Effect: effect}}}, ErrInvalidConfig},
-		{"fallback not registered", Config{Tools: []Tool{lookup}, Fallback: "call_a_human"}, ErrInvalidConfig},
+		{"tool type also a kernel spec", Config{Tools: []Tool{lookup, refund}, Kernel: kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", MinBeliefs: []string{"refund_due"}}}}}, blackboard.ErrInvalidInput},
+		{"tool type given as a kernel spec before", Config{Kernel: kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "lookup_order", SafeFallback: true}}}, Tools: []Tool{lookup}}, blackboard.ErrInvalidInput},
+		{"tool type is the fallback", Config{Tools: []Tool{{Unscoped: true, Name: kernel.FallbackQueueForReview, Effect: effect}}}, blackboard.ErrInvalidInput},
+		{"fallback not registered", Config{Tools: []Tool{lookup}, Fallback: "call_a_human"}, blackboard.ErrInvalidInput},
 		{"fallback registered", Config{Tools: []Tool{lookup}, Fallback: "call_a_human", Kernel: kernel.Config{ActionSpecs: fallback}}, nil},
-		{"fallback a tool's", Config{Tools: []Tool{refund}, Fallback: "issue_refund"}, ErrInvalidConfig},
-		{"fallback a read-only tool's", Config{Tools: []Tool{lookup}, Fallback: "lookup_order"}, ErrInvalidConfig},
+		{"fallback a tool's", Config{Tools: []Tool{refund}, Fallback: "issue_refund"}, blackboard.ErrInvalidInput},
+		{"fallback a read-only tool's", Config{Tools: []Tool{lookup}, Fallback: "lookup_order"}, blackboard.ErrInvalidInput},
 		{"bad kernel option", Config{Tools: []Tool{lookup}, Kernel: kernel.Config{MinConfidence: 2}}, blackboard.ErrInvalidInput},
-		{"approval rule does not compile", Config{Tools: []Tool{withApproval(refund, "amount >")}}, ErrInvalidConfig},
-		{"approval rule not a bool", Config{Tools: []Tool{withApproval(refund, "amount + 1")}}, ErrInvalidConfig},
-		{"grounded tool declaring no bindings", Config{Tools: []Tool{withBindings(refund, false)}}, ErrInvalidConfig},
+		{"approval rule does not compile", Config{Tools: []Tool{withApproval(refund, "amount >")}}, blackboard.ErrInvalidInput},
+		{"approval rule not a bool", Config{Tools: []Tool{withApproval(refund, "amount + 1")}}, blackboard.ErrInvalidInput},
+		{"grounded tool declaring no bindings", Config{Tools: []Tool{withBindings(refund, false)}}, blackboard.ErrInvalidInput},
 		{"grounded tool declared unbound", Config{Tools: []Tool{withBindings(refund, true)}}, nil},
-		{"bindings and unbound", Config{Tools: []Tool{withBindings(refund, true, orderBindings...)}}, ErrInvalidConfig},
-		{"bindings on a read-only tool", Config{Tools: []Tool{withBindings(lookup, false, orderBindings...)}}, ErrInvalidConfig},
-		{"binding without an operator", Config{Tools: []Tool{withBindings(refund, false, Binding{Arg: "amount", Percept: "order"})}}, ErrInvalidConfig},
-		{"binding of an undeclared argument", Config{Tools: []Tool{withBindings(refund, false, Binding{Arg: "total", Percept: "order", Op: "at_most"})}}, ErrInvalidConfig},
-		{"binding without a percept", Config{Tools: []Tool{withBindings(refund, false, Binding{Arg: "amount", Op: "at_most"})}}, ErrInvalidConfig},
+		{"bindings and unbound", Config{Tools: []Tool{withBindings(refund, true, orderBindings...)}}, blackboard.ErrInvalidInput},
+		{"bindings on a read-only tool", Config{Tools: []Tool{withBindings(lookup, false, orderBindings...)}}, blackboard.ErrInvalidInput},
+		{"binding without an operator", Config{Tools: []Tool{withBindings(refund, false, Binding{Arg: "amount", Percept: "order"})}}, blackboard.ErrInvalidInput},
+		{"binding of an undeclared argument", Config{Tools: []Tool{withBindings(refund, false, Binding{Arg: "total", Percept: "order", Op: "at_most"})}}, blackboard.ErrInvalidInput},
+		{"binding without a percept", Config{Tools: []Tool{withBindings(refund, false, Binding{Arg: "amount", Op: "at_most"})}}, blackboard.ErrInvalidInput},
 		{"no effect: caller-driven", Config{Tools: []Tool{{Unscoped: true, Name: "lookup_order", Result: "order"}}}, nil},
-		{"no name", Config{Tools: []Tool{{Unscoped: true, Effect: effect}}}, ErrInvalidConfig},
-		{"twice", Config{Tools: []Tool{lookup, lookup}}, ErrInvalidConfig},
-		{"reserved property", Config{Tools: []Tool{withParams(lookup, `{"type":"object","properties":{"requires_beliefs":{"type":"array"}}}`)}}, ErrInvalidConfig},
-		{"schema not an object", Config{Tools: []Tool{withParams(lookup, `{"type":"array"}`)}}, ErrInvalidConfig},
-		{"unknown property type", Config{Tools: []Tool{withParams(lookup, `{"type":"object","properties":{"x":{"type":"float"}}}`)}}, ErrInvalidConfig},
-		{"undeclared required", Config{Tools: []Tool{withParams(lookup, `{"type":"object","required":["x"]}`)}}, ErrInvalidConfig},
-		{"reserved result kind", Config{Tools: []Tool{{Unscoped: true, Name: "lookup_order", Result: audit.KindAttempt, Effect: effect}}}, ErrInvalidConfig},
-		{"bad retry", Config{Tools: []Tool{{Unscoped: true, Name: "lookup_order", Effect: effect, Retry: RetryPolicy{MaxAttempts: -1}}}}, ErrInvalidConfig},
-		{"bad once-key", Config{Tools: []Tool{withOnce(refund, &kernel.OnceKey{})}}, ErrInvalidConfig},
-		{"caller lists an unknown tool", Config{Tools: []Tool{lookup}, Contracts: map[string][]string{"support": {"issue_refund"}}}, ErrInvalidConfig},
-		{"intent lists an unknown tool", Config{Tools: []Tool{lookup}, Intents: map[string][]string{"refund": {"issue_refund"}}}, ErrInvalidConfig},
-		{"caller without a name", Config{Tools: []Tool{lookup}, Contracts: map[string][]string{"": nil}}, ErrInvalidConfig},
-		{"bad lease", Config{Tools: []Tool{lookup}, Lease: -time.Second}, ErrInvalidConfig},
+		{"no name", Config{Tools: []Tool{{Unscoped: true, Effect: effect}}}, blackboard.ErrInvalidInput},
+		{"twice", Config{Tools: []Tool{lookup, lookup}}, blackboard.ErrInvalidInput},
+		{"reserved property", Config{Tools: []Tool{withParams(lookup, `{"type":"object","properties":{"requires_beliefs":{"type":"array"}}}`)}}, blackboard.ErrInvalidInput},
+		{"schema not an object", Config{Tools: []Tool{withParams(lookup, `{"type":"array"}`)}}, blackboard.ErrInvalidInput},
+		{"unknown property type", Config{Tools: []Tool{withParams(lookup, `{"type":"object","properties":{"x":{"type":"float"}}}`)}}, blackboard.ErrInvalidInput},
+		{"undeclared required", Config{Tools: []Tool{withParams(lookup, `{"type":"object","required":["x"]}`)}}, blackboard.ErrInvalidInput},
+		{"reserved result kind", Config{Tools: []Tool{{Unscoped: true, Name: "lookup_order", Result: audit.KindAttempt, Effect: effect}}}, blackboard.ErrInvalidInput},
+		{"bad retry", Config{Tools: []Tool{{Unscoped: true, Name: "lookup_order", Effect: effect, Retry: RetryPolicy{MaxAttempts: -1}}}}, blackboard.ErrInvalidInput},
+		{"bad once-key", Config{Tools: []Tool{withOnce(refund, &kernel.OnceKey{})}}, blackboard.ErrInvalidInput},
+		{"caller lists an unknown tool", Config{Tools: []Tool{lookup}, Contracts: map[string][]string{"support": {"issue_refund"}}}, blackboard.ErrInvalidInput},
+		{"intent lists an unknown tool", Config{Tools: []Tool{lookup}, Intents: map[string][]string{"refund": {"issue_refund"}}}, blackboard.ErrInvalidInput},
+		{"caller without a name", Config{Tools: []Tool{lookup}, Contracts: map[string][]string{"": nil}}, blackboard.ErrInvalidInput},
+		{"bad lease", Config{Tools: []Tool{lookup}, Lease: -time.Second}, blackboard.ErrInvalidInput},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.cfg.Kernel.BeliefSpecs == nil {
 				tc.cfg.Kernel.BeliefSpecs = refundDue
 			}
 			g, err := New(context.Background(), tc.cfg)
-			if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
-				t.Errorf("New: %v, want %v", err, tc.want)
+			var cerr *kernel.ConfigError
+			if tc.want == nil && err != nil || tc.want != nil && (!errors.Is(err, tc.want) || !errors.As(err, &cerr)) {
+				t.Errorf("New: %v, want %v (a *kernel.ConfigError)", err, tc.want)
 			}
 			if err == nil {
 				g.Close()

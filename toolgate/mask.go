@@ -43,7 +43,7 @@ func (m *masker) keyOf(ctx context.Context, trace string) ([]byte, error) {
 		return nil, &keyError{fmt.Errorf("mask key of trace %q in namespace %q: %w", trace, m.namespace, err)}
 	}
 	if len(k) < mask.MinKey {
-		return nil, &keyError{fmt.Errorf("%w: mask key of trace %q in namespace %q has %d bytes (want at least %d)", ErrInvalidConfig, trace, m.namespace, len(k), mask.MinKey)}
+		return nil, &keyError{fmt.Errorf("%w: mask key of trace %q in namespace %q has %d bytes (want at least %d)", blackboard.ErrInvalidInput, trace, m.namespace, len(k), mask.MinKey)}
 	}
 	return k, nil
 }
@@ -93,27 +93,6 @@ func (m *masker) payload(ctx context.Context, trace string, p blackboard.Payload
 	return out, nil
 }
 
-// Mask returns v as the gate stores a masked field of that value in trace
-// traceID: what an observer records in a percept field of that trace that
-// a [Binding] compares with a masked argument (equal values give equal
-// masks under one key; under [Config.MaskKeys], each trace has its own, in
-// the gate's namespace). It
-// fails with [ErrInvalidConfig] when the gate has no mask key, with the
-// keyring's error when traceID has no key to give (an erased trace:
-// [mask.ErrErased]), and when v is not a JSON value. With [Config.MaskKey]
-// the trace does not matter.
-func (g *Gate) Mask(ctx context.Context, traceID string, v any) (string, error) {
-	if g.mask == nil {
-		return "", fmt.Errorf("%w: no mask key (Config.MaskKey, Config.MaskKeys)", ErrInvalidConfig)
-	}
-	if g.mask.ring != nil {
-		if err := checkTrace(traceID); err != nil {
-			return "", invalidCall("trace id: %v", err)
-		}
-	}
-	return g.mask.value(ctx, traceID, v)
-}
-
 // checkMasked checks a tool's masked fields: each a declared argument or
 // an output field (any name: outputs have no schema), none bound by an
 // order comparison, which a hash cannot answer.
@@ -153,9 +132,9 @@ func checkMaskedOnce(g *Gate) error {
 				}
 			}
 		}
-		for _, f := range e.Once.Fields {
+		for i, f := range e.Once.Fields {
 			if slices.Contains(masked, f) {
-				return fmt.Errorf("%w: tool %q: once-key field %q is masked, and under a keyring (Config.MaskKeys) each trace hashes it under its own key, so the once-key would not hold across traces", ErrInvalidConfig, e.Name, f)
+				return configError(toolField(e.Name, fmt.Sprintf("Once.Fields[%d]", i)), "once-key field %q is masked, and under a keyring (MaskKeys) each trace hashes it under its own key, so the once-key would not hold across traces", f)
 			}
 		}
 	}

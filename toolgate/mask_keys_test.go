@@ -162,8 +162,8 @@ func TestAttackMaskErase(t *testing.T) {
 		if !errors.Is(err, mask.ErrErased) {
 			t.Errorf("a call in the erased trace: %v, want mask.ErrErased", err)
 		}
-		if _, err := d.g.Mask(d.ctx, "A", orderA); !errors.Is(err, mask.ErrErased) {
-			t.Errorf("Mask in the erased trace: %v, want mask.ErrErased", err)
+		if _, err := ring.Key(d.ctx, "", "A"); !errors.Is(err, mask.ErrErased) {
+			t.Errorf("an observer's key of the erased trace: %v, want mask.ErrErased", err)
 		}
 		if got := len(d.records()); got != n {
 			t.Errorf("the refused call wrote %d records, want none", got-n)
@@ -243,6 +243,7 @@ func TestMaskErasedResume(t *testing.T) {
 // Under a keyring every masking path still binds and stores no value: the
 // attack of mask_test.go, per trace.
 func TestMaskKeysBindPerTrace(t *testing.T) {
+	ring := mask.NewKeys() // one ring across the stores: each store's traces are new ones
 	onStores(t, func(t *testing.T, d *desk) {
 		d.ground("t", secretOrder)
 		wantOutcome(t, "other order", d.refund("t", "ORD-OTHER", 100), audit.OutcomeRefused, reason.ArgumentNotBound)
@@ -256,10 +257,21 @@ func TestMaskKeysBindPerTrace(t *testing.T) {
 				t.Errorf("traces t and u share the hash %s", h)
 			}
 		}
-		mt, _ := d.g.Mask(d.ctx, "t", secretOrder)
-		mu, _ := d.g.Mask(d.ctx, "u", secretOrder)
+		// An observer masks with the trace's key, as the gate does.
+		observed := func(trace string) string {
+			k, err := ring.Key(d.ctx, "", trace)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := mask.Hash(k, secretOrder)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+		mt, mu := observed("t"), observed("u")
 		if mt == mu || !ht[mt] || !hu[mu] {
-			t.Errorf("Mask per trace: t %s, u %s", mt, mu)
+			t.Errorf("masks per trace: t %s, u %s", mt, mu)
 		}
 		wait := d.refund("u", secretOrder, 700)
 		wantOutcome(t, "big refund in u", wait, audit.OutcomePendingApproval, reason.ApprovalRequired)
@@ -271,7 +283,7 @@ func TestMaskKeysBindPerTrace(t *testing.T) {
 		}
 		wantOutcome(t, "approved in u", res, audit.OutcomeExecuted, reason.EffectSucceeded)
 		d.noSecret(t, secretOrder)
-	}, withMaskKeys(mask.NewKeys()))
+	}, withMaskKeys(ring))
 }
 
 // New refuses both mask options, a nil keyring, and under a keyring a
@@ -303,9 +315,9 @@ func TestMaskKeysNewRefuses(t *testing.T) {
 	}
 	both := base(withMaskKeys(mask.NewKeys()))
 	both.MaskKey = testMaskKey
-	try("both options", ErrInvalidConfig, both)
-	try("nil keyring", ErrInvalidConfig, base(withMaskKeys(nil)))
-	try("once-key on a masked argument", ErrInvalidConfig, base(withMaskKeys(mask.NewKeys()), withOnceKey))
+	try("both options", blackboard.ErrInvalidInput, both)
+	try("nil keyring", blackboard.ErrInvalidInput, base(withMaskKeys(nil)))
+	try("once-key on a masked argument", blackboard.ErrInvalidInput, base(withMaskKeys(mask.NewKeys()), withOnceKey))
 	onPercept := func(su *setup) {
 		for i := range su.tools {
 			if su.tools[i].Name == "issue_refund" {
@@ -313,7 +325,7 @@ func TestMaskKeysNewRefuses(t *testing.T) {
 			}
 		}
 	}
-	try("once-key on a masked percept field", ErrInvalidConfig, base(withMaskKeys(mask.NewKeys()), onPercept))
+	try("once-key on a masked percept field", blackboard.ErrInvalidInput, base(withMaskKeys(mask.NewKeys()), onPercept))
 	try("once-key under one key", nil, base(withMasking, withOnceKey))
 	try("keyring without once-keys", nil, base(withMaskKeys(mask.NewKeys())))
 }
@@ -327,8 +339,8 @@ func (shortRing) Key(context.Context, string, string) ([]byte, error) { return [
 func TestMaskKeysShortKey(t *testing.T) {
 	d := newDesk(t, memstore.New(), withMaskKeys(shortRing{}))
 	_, err := d.g.Call(d.ctx, Call{Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"` + secretOrder + `"}`), Caller: "support", TraceID: "t"})
-	if !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("call under a short key: %v, want ErrInvalidConfig", err)
+	if !errors.Is(err, blackboard.ErrInvalidInput) {
+		t.Errorf("call under a short key: %v, want blackboard.ErrInvalidInput", err)
 	}
 	if n := len(d.records()); n != 0 {
 		t.Errorf("%d records written", n)

@@ -61,13 +61,27 @@ func TestAttackMaskKeysAcrossNamespaces(t *testing.T) {
 			t.Fatalf("%s's call in T1: %v", name, err)
 		}
 	}
-	deskMask, err := desk.Mask(ctx, "T1", email)
+	// An observer masks as the gate does: with the trace's key in the
+	// gate's kernel's namespace.
+	maskIn := func(ns string) (string, error) {
+		k, err := ring.Key(ctx, ns, "T1")
+		if err != nil {
+			return "", err
+		}
+		return mask.Hash(k, email)
+	}
+	deskMask, err := maskIn("desk")
 	if err != nil {
 		t.Fatal(err)
 	}
-	billingMask, err := billing.Mask(ctx, "T1", email)
+	billingMask, err := maskIn("billing")
 	if err != nil {
 		t.Fatal(err)
+	}
+	for g, want := range map[*toolgate.Gate]string{desk: deskMask, billing: billingMask} {
+		if got := storedEmail(t, g); got != want {
+			t.Errorf("the gate stored %q, its namespace's key masks to %q", got, want)
+		}
 	}
 	if deskMask == billingMask {
 		t.Fatal("desk's and billing's T1 mask a value alike: they share a key, and each can compute the other's masked values")
@@ -81,7 +95,23 @@ func TestAttackMaskKeysAcrossNamespaces(t *testing.T) {
 	if err := call(billing); err != nil {
 		t.Errorf("billing's call in T1 after desk's T1 was erased: %v", err)
 	}
-	if again, err := billing.Mask(ctx, "T1", email); err != nil || again != billingMask {
+	if again, err := maskIn("billing"); err != nil || again != billingMask {
 		t.Errorf("billing's T1 after desk's was erased masks to %q (%v), want %q unchanged", again, err, billingMask)
 	}
+}
+
+// storedEmail is the email of the last send_receipt action g stored in
+// trace T1: its masked form.
+func storedEmail(t *testing.T, g *toolgate.Gate) string {
+	t.Helper()
+	var email string
+	for r, err := range g.Kernel().Reader().Trace(context.Background(), "T1") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, ok := r.Payload["email"].(string); ok && r.Slot == blackboard.Actions && r.Kind == "send_receipt" {
+			email = s
+		}
+	}
+	return email
 }

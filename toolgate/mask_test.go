@@ -98,8 +98,7 @@ func TestAttackMaskedValueReachesStore(t *testing.T) {
 		denied := d.call("t", "researcher", "", "issue_refund", `{"order_id":"`+secretOrder+`","amount":1}`)
 		wantOutcome(t, "not permitted", denied, audit.OutcomeRefused, reason.ToolNotPermitted)
 		// A loop guard's refusal keeps the repeated call's digest: keyed.
-		guard := &Budget{Guard: newGuard(t)}
-		lookup := Call{Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"` + secretOrder + `"}`), Caller: "support", TraceID: "loop", Budget: guard}
+		lookup := Call{Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"` + secretOrder + `"}`), Caller: "support", TraceID: "loop", Guard: newGuard(t)}
 		var last Result
 		for range 3 {
 			if last, err = d.g.Call(d.ctx, lookup); err != nil {
@@ -203,24 +202,45 @@ func TestMaskedBinding(t *testing.T) {
 	})
 }
 
-// Gate.Mask gives an observer the value a masked percept field must hold.
-func TestGateMask(t *testing.T) {
+// An observer masks a percept field with package mask and the gate's key:
+// what the gate stores for the same value, equal values giving equal
+// masks and different ones different masks.
+func TestObserverMask(t *testing.T) {
 	d := newDesk(t, memstore.New(), withMasking)
-	m, err := d.g.Mask(d.ctx, "t", secretOrder)
+	m, err := mask.Hash(testMaskKey, secretOrder)
 	if err != nil || !mask.Masked(m) {
-		t.Fatalf("Mask: %q %v", m, err)
+		t.Fatalf("mask.Hash: %q %v", m, err)
 	}
 	d.ground("t", secretOrder)
 	if got := d.kinds(blackboard.Percepts, "order")[0].Payload["order_id"]; got != m {
-		t.Errorf("stored %v, Mask gives %v", got, m)
+		t.Errorf("stored %v, mask.Hash gives %v", got, m)
 	}
-	if other, _ := d.g.Mask(d.ctx, "t", "ORD-2"); other == m {
+	if again, _ := mask.Hash(testMaskKey, secretOrder); again != m {
+		t.Error("one value gives two masks")
+	}
+	if other, _ := mask.Hash(testMaskKey, "ORD-2"); other == m {
 		t.Error("two values give one mask")
 	}
-	plain := newDesk(t, memstore.New())
-	if _, err := plain.g.Mask(plain.ctx, "t", "x"); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("Mask without a key: %v, want ErrInvalidConfig", err)
+
+	// An observer's percept, its order id masked with the gate's key,
+	// grounds a refund of that order; the plain order id does not.
+	observe := func(trace string, orderID any) {
+		t.Helper()
+		if _, err := d.k.Handle(blackboard.RoleTool, "crm").Write(d.ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "order",
+			Payload: blackboard.Payload{"order_id": orderID, "amount": 900.0}}); err != nil {
+			t.Fatal(err)
+		}
+		dec, err := d.analyst.Submit(d.ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
+			Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}})
+		if err != nil || !dec.Committed() {
+			t.Fatalf("belief refund_due: %v %v", dec.Code, err)
+		}
 	}
+	observe("observed", m)
+	wantOutcome(t, "observed masked order", d.refund("observed", secretOrder, 100), audit.OutcomeExecuted, reason.EffectSucceeded)
+	d.unchecked("an observer records the order id in the clear, to show it does not bind")
+	observe("plain", secretOrder)
+	wantOutcome(t, "observed plain order", d.refund("plain", secretOrder, 100), audit.OutcomeRefused, reason.ArgumentNotBound)
 }
 
 // New refuses a tool that masks a field without a mask key, a short key,
@@ -239,15 +259,15 @@ func TestMaskedNewRefuses(t *testing.T) {
 			MaskKey:   key,
 		}
 	}
-	if _, err := New(ctx, cfg(nil)); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("no key: %v, want ErrInvalidConfig", err)
+	if _, err := New(ctx, cfg(nil)); !errors.Is(err, blackboard.ErrInvalidInput) {
+		t.Errorf("no key: %v, want blackboard.ErrInvalidInput", err)
 	}
-	if _, err := New(ctx, cfg([]byte("short"))); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("short key: %v, want ErrInvalidConfig", err)
+	if _, err := New(ctx, cfg([]byte("short"))); !errors.Is(err, blackboard.ErrInvalidInput) {
+		t.Errorf("short key: %v, want blackboard.ErrInvalidInput", err)
 	}
 	tools[1].Masked = []string{"amount"} // bound at_most
-	if _, err := New(ctx, cfg(testMaskKey)); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("at_most on a masked argument: %v, want ErrInvalidConfig", err)
+	if _, err := New(ctx, cfg(testMaskKey)); !errors.Is(err, blackboard.ErrInvalidInput) {
+		t.Errorf("at_most on a masked argument: %v, want blackboard.ErrInvalidInput", err)
 	}
 	tools[1].Masked = []string{"order_id"}
 	g, err := New(ctx, cfg(testMaskKey))

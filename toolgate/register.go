@@ -13,7 +13,7 @@ import (
 // register checks a tool and compiles what the gate needs of it.
 func register(g *Gate, t Tool) (*entry, error) {
 	bad := func(field, format string, a ...any) error {
-		return &ConfigError{Tool: t.Name, Field: field, Problem: fmt.Sprintf(format, a...), err: ErrInvalidConfig}
+		return configError(toolField(t.Name, field), format, a...)
 	}
 	if err := checkToolName(t.Name); err != nil {
 		return nil, bad("Name", "%v", err)

@@ -81,8 +81,8 @@ func TestSchemaRefused(t *testing.T) {
 		`{"type":"object",`,
 	} {
 		g, err := New(context.Background(), Config{Tools: []Tool{{Unscoped: true, Name: "a", Parameters: json.RawMessage(raw), Effect: noop}}})
-		if !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("%s: %v, want ErrInvalidConfig", raw, err)
+		if !errors.Is(err, blackboard.ErrInvalidInput) {
+			t.Errorf("%s: %v, want blackboard.ErrInvalidInput", raw, err)
 		}
 		if g != nil {
 			g.Close()

@@ -167,16 +167,16 @@ func TestScopeDecidedByKernel(t *testing.T) {
 func TestAttackUndeclaredScope(t *testing.T) {
 	_, err := toolgate.New(t.Context(), toolgate.Config{Tools: []toolgate.Tool{{Name: "wire_money",
 		Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) { return nil, nil }}}})
-	if !errors.Is(err, toolgate.ErrInvalidConfig) || !strings.Contains(err.Error(), "wire_money") {
-		t.Fatalf("New of an effectful tool without Scope or Unscoped: %v, want ErrInvalidConfig naming it", err)
+	if !errors.Is(err, blackboard.ErrInvalidInput) || !strings.Contains(err.Error(), "wire_money") {
+		t.Fatalf("New of an effectful tool without Scope or Unscoped: %v, want a config error naming it", err)
 	}
 	for name, tool := range map[string]toolgate.Tool{
 		"both":           {Name: "a", Unscoped: true, Scope: map[string]string{"x": "order"}},
 		"undeclared arg": {Name: "a", Parameters: json.RawMessage(`{"type":"object","properties":{"y":{"type":"string"}}}`), Scope: map[string]string{"x": "order"}},
 		"empty type":     {Name: "a", Scope: map[string]string{"x": ""}},
 	} {
-		if _, err := toolgate.New(t.Context(), toolgate.Config{Tools: []toolgate.Tool{tool}}); !errors.Is(err, toolgate.ErrInvalidConfig) {
-			t.Errorf("%s: %v, want ErrInvalidConfig", name, err)
+		if _, err := toolgate.New(t.Context(), toolgate.Config{Tools: []toolgate.Tool{tool}}); !errors.Is(err, blackboard.ErrInvalidInput) {
+			t.Errorf("%s: %v, want a config error (blackboard.ErrInvalidInput)", name, err)
 		}
 	}
 }

@@ -269,7 +269,7 @@ func TestBudgetAndApprovalTelemetry(t *testing.T) {
 	g, err := toolgate.New(context.Background(), toolgate.Config{
 		Kernel:    kernel.Config{TracerProvider: tp, MeterProvider: mp},
 		Tools:     []toolgate.Tool{refund},
-		Budget:    &toolgate.Budget{Run: run, Guard: nil},
+		Budget:    run,
 		Contracts: map[string][]string{"support": {"issue_refund"}},
 	})
 	if err != nil {

@@ -37,8 +37,8 @@ func TestAttackToolNameNotAName(t *testing.T) {
 	}
 	for _, name := range notNames {
 		tool := toolgate.Tool{Unscoped: true, Name: name, Effect: effect}
-		if _, err := toolgate.New(context.Background(), toolgate.Config{Tools: []toolgate.Tool{tool}}); !errors.Is(err, toolgate.ErrInvalidConfig) {
-			t.Errorf("New with tool %q: %v, want ErrInvalidConfig", name, err)
+		if _, err := toolgate.New(context.Background(), toolgate.Config{Tools: []toolgate.Tool{tool}}); !errors.Is(err, blackboard.ErrInvalidInput) {
+			t.Errorf("New with tool %q: %v, want a config error (blackboard.ErrInvalidInput)", name, err)
 		}
 	}
 	for _, ok := range []string{"lookup_order", "v2.search-kb", strings.Repeat("a", 64)} {

@@ -34,8 +34,8 @@ import (
 //
 // A definition Func cannot make (Args not a struct, a type the schema
 // cannot describe, Out no object, Parameters or Effect already set) is
-// reported by [New] as [ErrInvalidConfig], so that a tool list stays one
-// expression.
+// reported by [New] as a problem of the tool's Definition, so that a tool
+// list stays one expression.
 func Func[Args, Out any](t Tool, effect func(ctx context.Context, inv Invocation, args Args) (Out, error)) Tool {
 	bad := func(err error) Tool { t.defErr = err; return t }
 	switch {

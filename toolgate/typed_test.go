@@ -104,7 +104,7 @@ func TestFuncEffect(t *testing.T) {
 	}
 }
 
-// TestFuncInvalid: what Func cannot define, New refuses (ErrInvalidConfig)
+// TestFuncInvalid: what Func cannot define, New refuses (blackboard.ErrInvalidInput)
 // naming the tool.
 func TestFuncInvalid(t *testing.T) {
 	type withChan struct {
@@ -124,8 +124,8 @@ func TestFuncInvalid(t *testing.T) {
 		{"once-key on no argument", Func(Tool{Unscoped: true, Name: "a", Requires: []string{"b"}, Unbound: true, Once: &kernel.OnceKey{Fields: []string{"orderid"}}}, ok)},
 	} {
 		g, err := New(context.Background(), Config{Tools: []Tool{tc.tool}})
-		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), `"a"`) {
-			t.Errorf("%s: %v, want ErrInvalidConfig naming the tool", tc.name, err)
+		if !errors.Is(err, blackboard.ErrInvalidInput) || !strings.Contains(err.Error(), `"a"`) {
+			t.Errorf("%s: %v, want blackboard.ErrInvalidInput naming the tool", tc.name, err)
 		}
 		if g != nil {
 			g.Close()

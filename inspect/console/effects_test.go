@@ -30,7 +30,7 @@ func TestInboxBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := newDeskOn(t, memstore.New(), "A1", func(c *toolgate.Config) { c.Budget = &toolgate.Budget{Run: run} })
+	d := newDeskOn(t, memstore.New(), "A1", func(c *toolgate.Config) { c.Budget = run })
 	pending, err := inspect.Approvals(context.Background(), d.s, "", time.Now())
 	if err != nil || len(pending) != 1 || pending[0].Budget == nil {
 		t.Fatalf("approvals %+v %v", pending, err)

@@ -85,7 +85,7 @@ func scriptedStore(t *testing.T) store.Store {
 	call := func(trace, tool, args string, want audit.Outcome) {
 		t.Helper()
 		res, err := g.Call(ctx, toolgate.Call{Tool: tool, Args: json.RawMessage(args), Caller: "support", TraceID: trace,
-			Intent: "refund", Budget: &toolgate.Budget{Guard: guard}})
+			Intent: "refund", Guard: guard})
 		if err != nil || res.Outcome != want {
 			t.Fatalf("%s %s: %+v %v, want %s", trace, tool, res, err, want)
 		}

@@ -155,7 +155,8 @@ type Task struct {
 	// calls against the same last tokens. 0 holds none.
 	TokenEstimate int64
 	// Guard, when set, is the loop guard the gate asks before each tool
-	// call of the task, besides the gate's own budget and guard.
+	// call of the task (toolgate.Call.Guard), besides the gate's own budget
+	// and guard.
 	Guard *budget.Guard
 	// Grant, when set, is the grant the task runs under: each tool call is
 	// one of its turns, and the worker cannot extend it. A failure the
@@ -298,7 +299,8 @@ func (a *Agent) Run(ctx context.Context, t Task) (res AgentResult, err error) {
 				Caller:  t.Caller,
 				TraceID: t.TraceID,
 				Intent:  t.Intent,
-				Budget:  rt.gateBudget(),
+				Budget:  t.Budget, // charged at the gate besides the gate's own
+				Guard:   t.Guard,
 				Context: contextID,
 			}
 			r, err := a.g.Call(ctx, call)

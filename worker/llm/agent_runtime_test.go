@@ -111,7 +111,7 @@ func TestAgentPassesItsBudgetToTheGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := g.got()
-	if len(calls) != 1 || calls[0].Budget == nil || calls[0].Budget.Run != run || calls[0].Budget.Guard != guard {
+	if len(calls) != 1 || calls[0].Budget != run || calls[0].Guard != guard {
 		t.Errorf("the gate got %+v, want the task's budget and guard", calls)
 	}
 	if turn := run.Snapshot().Turn; turn != 2 {
@@ -121,7 +121,7 @@ func TestAgentPassesItsBudgetToTheGate(t *testing.T) {
 
 // searchGate is a real gate with one read-only tool, search, and the
 // gate's budget b (nil for none).
-func searchGate(t *testing.T, b *toolgate.Budget) *toolgate.Gate {
+func searchGate(t *testing.T, b *budget.Run) *toolgate.Gate {
 	t.Helper()
 	tool := toolgate.Tool{Unscoped: true, Name: "search", Description: "Search the docs.",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}`),
@@ -161,7 +161,7 @@ func TestAttackAgentBudgetComposes(t *testing.T) {
 	guard, _ := budget.NewGuard(0, 0)
 	task := refundTask
 	task.Intent, task.Guard = "", guard
-	res, err := agent(t, client(t, f, nil), searchGate(t, &toolgate.Budget{Run: run})).Run(context.Background(), task)
+	res, err := agent(t, client(t, f, nil), searchGate(t, run)).Run(context.Background(), task)
 	if err != nil {
 		t.Fatal(err)
 	}

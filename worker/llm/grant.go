@@ -35,16 +35,12 @@ func (e *grantEnded) Unwrap() []error { return []error{ErrGrantEnded, e.failure}
 type taskRuntime struct {
 	t     Task
 	meter *budget.Meter
-	gate  *toolgate.Budget
 }
 
 func newTaskRuntime(t Task) *taskRuntime {
 	rt := &taskRuntime{t: t}
 	if t.Budget != nil {
 		rt.meter = t.Budget.Meter(t.TokenEstimate)
-	}
-	if t.Budget != nil || t.Guard != nil {
-		rt.gate = &toolgate.Budget{Run: t.Budget, Guard: t.Guard}
 	}
 	return rt
 }
@@ -64,9 +60,6 @@ func (rt *taskRuntime) beforeModelCall(ctx context.Context, used Usage) error {
 	rt.t.Budget.NextTurn()
 	return rt.meter.BeforeModelCall(ctx, int64(used.PromptTokens), int64(used.CompletionTokens))
 }
-
-// gateBudget is what the task's tool calls are charged to at the gate.
-func (rt *taskRuntime) gateBudget() *toolgate.Budget { return rt.gate }
 
 // turn records a tool call's result in the trajectory and, under a grant,
 // takes one of its turns. It returns the error that ends the run

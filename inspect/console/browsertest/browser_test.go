@@ -108,7 +108,7 @@ func newDesk(t *testing.T, s store.Store) *desk {
 			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}},
 		},
 		Tools:     tools,
-		Budget:    &toolgate.Budget{Run: run, Guard: nil},
+		Budget:    run,
 		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
 	})
 	if err != nil {
