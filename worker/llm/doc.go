@@ -22,8 +22,8 @@
 //     fallback, with a [Report] from [Worker.Run]. The model answers
 //     {"propose": true|false, "reason": "..."} (a <think> block, a ```
 //     fence or prose around the object are read through). A decline is
-//     [CodeNoBelief] or [CodeNoPlan]; an endpoint failure after the retries
-//     or an unreadable answer is [CodeError].
+//     [reason.LLMNoBelief] or [reason.LLMNoPlan]; an endpoint failure after the retries
+//     or an unreadable answer is [reason.LLMError].
 //   - [Agent] runs one [Task] as a tool-calling conversation through a
 //     [github.com/blackboardkernel/bk/toolgate.Gate], and returns an
 //     [AgentResult]: the answer, each call with the gate's [ToolResult],
@@ -144,7 +144,7 @@
 // context's error when the caller cancelled, or (from an [Agent]) the
 // gate's, the budget's or the hook's error; branch with errors.Is and
 // errors.As. A model's unreadable answer is no error: the [Worker] records
-// it as [CodeError], with the reason in [Report].Detail.
+// it as [reason.LLMError], with the reason in [Report].Detail.
 //
 // # Concurrency
 //

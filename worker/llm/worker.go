@@ -60,7 +60,7 @@ type Schema struct {
 type Report struct {
 	// Belief, Plan and Action are the codes of each stage: the kernel's
 	// decision (COMMITTED, PLAN_FEASIBLE or a rejection code), or
-	// [CodeNoBelief], [CodeNoPlan] when the model declined, [CodeError]
+	// [reason.LLMNoBelief], [reason.LLMNoPlan] when the model declined, [reason.LLMError]
 	// when it could not be asked (the endpoint failed after its retries)
 	// or its answer was not advice. A stage not reached has "".
 	Belief, Plan, Action reason.Code
@@ -68,7 +68,7 @@ type Report struct {
 	// committed.
 	Reason reason.Code
 	// Detail is the model's reason or the failure text behind Reason, when
-	// the model or a refused request stopped the episode: for [CodeError],
+	// the model or a refused request stopped the episode: for [reason.LLMError],
 	// the endpoint's error or why the answer could not be read.
 	Detail string
 	// Final is the committed action: the schema's action or the fallback.
