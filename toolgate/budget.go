@@ -137,14 +137,8 @@ func (x *executor) admit(ctx context.Context, c Call, e *entry, cc blackboard.Pa
 	}
 	reason := new(budget.Refusal)
 	errors.As(why, &reason)
-	hint := reason.Hint
-	if e != nil {
-		if h, ok := e.Hints[reason.Code]; ok {
-			hint = h
-		}
-	}
 	return Result{Outcome: audit.OutcomeRefused, Code: reason.Code, RootCause: kernel.Cause{Code: reason.Code, Detail: reason.Detail},
-		Hint: hint, DecisionID: dr.ID, refusal: why}, true, nil
+		Hint: reason.Hint, DecisionID: dr.ID, refusal: why}, true, nil
 }
 
 // argsDigest is the loop guard's digest of a call's arguments: their

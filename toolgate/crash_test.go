@@ -241,7 +241,7 @@ var orderBound = []toolgate.Binding{
 // crashTools are the gate's tools; effect runs both paying tools.
 func crashTools(effect toolgate.EffectFunc) []toolgate.Tool {
 	pay := json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"],"additionalProperties":false}`)
-	retry := toolgate.RetryPolicy{MaxAttempts: 12, Backoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond}
+	retry := toolgate.RetryPolicy{MaxAttempts: 12, Backoff: time.Millisecond}
 	return []toolgate.Tool{
 		{Unscoped: true, Name: "lookup_order", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
 			Result: "order", Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {

@@ -411,14 +411,19 @@ func outputProblem(err error) string {
 	return "the output cannot be recorded: it is not a JSON value the store keeps"
 }
 
+// maxBackoffFactor bounds the longest wait between attempts: this many
+// times the policy's Backoff.
+const maxBackoffFactor = 25
+
 // backoff is the wait after attempt n failed: Backoff doubled n-1 times,
-// capped at MaxBackoff, drawn from its upper half.
+// capped at maxBackoffFactor times Backoff, drawn from its upper half.
 func backoff(p RetryPolicy, n int) time.Duration {
+	limit := p.Backoff * maxBackoffFactor
 	d := p.Backoff
-	for i := 1; i < n && d < p.MaxBackoff; i++ {
+	for i := 1; i < n && d < limit; i++ {
 		d *= 2
 	}
-	return jitter(min(d, p.MaxBackoff))
+	return jitter(min(d, limit))
 }
 
 // jitter draws a wait from [d/2, d].

@@ -247,8 +247,8 @@ func TestKernelRefusals(t *testing.T) {
 			wantOutcome(t, "first refund", d.refund("t", "A1", 10), audit.OutcomeExecuted, reason.EffectSucceeded)
 			res := d.refund("t", "A1", 10)
 			wantOutcome(t, "second refund", res, audit.OutcomeRefused, reason.DuplicateAction)
-			if res.Hint != "This refund was already issued; do not retry." {
-				t.Errorf("hint %q, want the tool's own", res.Hint)
+			if res.Hint != "This action was already taken. Do not retry it." {
+				t.Errorf("hint %q, want the executed holder's", res.Hint)
 			}
 			if n := len(d.invocations("issue_refund")); n != 1 {
 				t.Errorf("%d refunds ran, want 1", n)

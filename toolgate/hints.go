@@ -12,19 +12,14 @@ import (
 // hint writes the repair hint a model gets with a refusal or a failure:
 // a short instruction derived from the code, the root cause's code first
 // (NO_COMMITTED_BELIEF because of STALE_EVIDENCE is a stale-evidence
-// problem). A tool's own Hints win. arg carries what the hint may name (the
+// problem). Every tool gets the gate's hints, from this one table, so
+// that a hint says what the gate knows to be true (DUPLICATE_ACTION's
+// reads what became of the action holding the key). arg carries what the hint may name (the
 // approval id).
 func (x *executor) hint(ctx context.Context, e *entry, code reason.Code, root kernel.Cause, arg string) string {
 	codes := []reason.Code{code}
 	if root.Code != "" && root.Code != code {
 		codes = []reason.Code{root.Code, code}
-	}
-	if e != nil {
-		for _, c := range codes {
-			if h, ok := e.Hints[c]; ok {
-				return h
-			}
-		}
 	}
 	name := "the tool"
 	if e != nil {

@@ -49,7 +49,7 @@ type effectLog struct {
 func slowGate(t *testing.T, lease, delay time.Duration, log *effectLog, started chan<- string) *toolgate.Gate {
 	t.Helper()
 	ping := toolgate.Tool{Unscoped: true, Name: "ping", Result: "pong",
-		Retry: toolgate.RetryPolicy{MaxAttempts: 5, Backoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond},
+		Retry: toolgate.RetryPolicy{MaxAttempts: 5, Backoff: time.Millisecond},
 		Effect: func(ctx context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 			log.mu.Lock()
 			if ctx.Err() != nil {

@@ -14,12 +14,11 @@ import (
 )
 
 // onceRefunds keys issue_refund by its order (one refund per order, for
-// ever) and leaves its DUPLICATE_ACTION hint to the gate.
+// ever).
 func onceRefunds(su *setup) {
 	for i := range su.tools {
 		if su.tools[i].Name == "issue_refund" {
 			su.tools[i].Once = &kernel.OnceKey{Fields: []string{"order_id"}}
-			su.tools[i].Hints = nil
 		}
 	}
 }

@@ -35,12 +35,11 @@ func register(g *Gate, t Tool) (*entry, error) {
 		return nil, bad("ResultTTL", "result TTL %v", t.ResultTTL)
 	}
 	r := t.Retry.withDefaults()
-	if r.MaxAttempts < 1 || r.Backoff < 0 || r.MaxBackoff < r.Backoff {
+	if r.MaxAttempts < 1 || r.Backoff < 0 {
 		return nil, bad("Retry", "retry policy %+v", t.Retry)
 	}
 	t.Retry = r
 	t.Requires = slices.Clone(t.Requires)
-	t.Hints = maps.Clone(t.Hints)
 	params := slices.Clone(t.Parameters)
 	if len(params) == 0 {
 		params = slices.Clone(defaultParameters)

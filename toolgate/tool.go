@@ -9,7 +9,6 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/kernel"
-	"github.com/blackboardkernel/bk/reason"
 )
 
 // Tool is a tool registered with the gate: what the model is shown, how
@@ -122,11 +121,8 @@ type Tool struct {
 	// needs approval: the rule fails closed.
 	Approval string
 	// Retry bounds the attempts of the effect; a zero field takes its
-	// default (3 attempts, 200ms, 5s).
+	// default (3 attempts, 200ms).
 	Retry RetryPolicy
-	// Hints overrides the gate's repair hints for this tool, by code (the
-	// root cause's code is looked up first, then the decision's).
-	Hints map[reason.Code]string
 	// Expect, when set, is what an output must hold to count as a success
 	// ([failure.Evaluate]): its own execution_status or error, per-resource
 	// outcomes, data where data is expected, required fields. An output
@@ -213,13 +209,11 @@ type RetryPolicy struct {
 	// action, the first included; zero means 3.
 	MaxAttempts int
 	// Backoff is the wait before the second attempt; each later wait
-	// doubles, up to MaxBackoff. The wait is drawn uniformly from [d/2, d]
-	// (jitter), and a cancelled context ends it. Zero means
+	// doubles, up to 25 times Backoff (5s with the default), so that the
+	// longest wait scales with the first. The wait is drawn uniformly
+	// from [d/2, d] (jitter), and a cancelled context ends it. Zero means
 	// 200ms.
 	Backoff time.Duration
-	// MaxBackoff is the longest wait between attempts; zero means
-	// 5s (or Backoff, if that is longer).
-	MaxBackoff time.Duration
 }
 
 // The retry policy of a tool that sets none. They are constants, not a
@@ -228,7 +222,6 @@ type RetryPolicy struct {
 const (
 	defaultMaxAttempts = 3
 	defaultBackoff     = 200 * time.Millisecond
-	defaultMaxBackoff  = 5 * time.Second
 )
 
 // withDefaults fills the zero fields with the defaults.
@@ -238,9 +231,6 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 	}
 	if p.Backoff == 0 {
 		p.Backoff = defaultBackoff
-	}
-	if p.MaxBackoff == 0 {
-		p.MaxBackoff = max(defaultMaxBackoff, p.Backoff)
 	}
 	return p
 }

@@ -18,13 +18,13 @@ var update = flag.Bool("update", false, "rewrite names.txt from the code")
 const root = "../.."
 
 // The budget: growth past these is a decision made in review, by changing
-// the constant in the same change that adds the names. The methods on
-// *Gate are at their target; the other figures are what the library
-// exports now, on the way to 1,200 names in the library, 120 in toolgate
-// and 200 in kernel + blackboard.
+// the constant in the same change that adds the names. Each ceiling is
+// what the library exports now, within its target: 1,200 names in the
+// library, 120 in toolgate, 25 methods on *Gate and 200 in kernel +
+// blackboard.
 const (
-	maxLibrary      = 1198 // exported names of the library, test-support packages excluded
-	maxToolgate     = 122  // package toolgate
+	maxLibrary      = 1196 // exported names of the library, test-support packages excluded
+	maxToolgate     = 120  // package toolgate
 	maxGateMethods  = 25   // methods on *toolgate.Gate, exported or not
 	maxKernelVocab  = 200  // kernel + blackboard: what an integrator imports
 	maxFileLines    = 700  // any non-test Go file in the repository
