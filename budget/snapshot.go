@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/ramp"
 )
 
 // Snapshot is a read-only copy of a run's budget at one moment: what each
@@ -81,7 +82,7 @@ func (r *Run) snapshot(now time.Time) *Snapshot {
 		}
 		s.Limits[res] = limit
 		s.Remaining[res] = math.Max(0, limit-used)
-		s.Pressure[res] = ramp(used/limit, r.limits.Soft)
+		s.Pressure[res] = ramp.Of(used/limit, r.limits.Soft)
 		s.Budget = math.Max(s.Budget, s.Pressure[res])
 	}
 	if len(r.refused) > 0 {
@@ -112,18 +113,6 @@ func (s Snapshot) Left(res Resource) (left float64, ok bool) {
 // Payload returns the snapshot as a JSON-compatible payload, for a
 // decision record's Context (under "budget") or a worker's view.
 func (s Snapshot) Payload() blackboard.Payload { return toPayload(s) }
-
-// ramp turns a used fraction into pressure: 0 up to the soft threshold,
-// then linear to 1 at the limit, 1 beyond it.
-func ramp(frac, soft float64) float64 {
-	switch {
-	case frac >= 1:
-		return 1
-	case !(frac > soft): // also NaN
-		return 0
-	}
-	return (frac - soft) / (1 - soft)
-}
 
 // toPayload encodes v through JSON into a payload: numbers become float64,
 // times RFC 3339 strings, as the kernel normalises payloads.

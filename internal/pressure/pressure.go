@@ -12,6 +12,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
+	"github.com/blackboardkernel/bk/internal/ramp"
 	"github.com/blackboardkernel/bk/reason"
 )
 
@@ -136,7 +137,7 @@ func gatePressure(trace []blackboard.Record, now time.Time, ttl time.Duration, s
 			continue
 		}
 		age := now.Sub(time.UnixMilli(r.Provenance.TimestampMS))
-		p = math.Max(p, ramp(float64(age)/float64(ttl), soft))
+		p = math.Max(p, ramp.Of(float64(age)/float64(ttl), soft))
 	}
 	return p
 }
@@ -194,19 +195,6 @@ func clamp(v float64) float64 {
 		return 1
 	}
 	return v
-}
-
-// ramp turns a used fraction into pressure: 0 up to the soft threshold,
-// then linear to 1 at the limit, 1 beyond it (as package budget's
-// snapshot does).
-func ramp(frac, soft float64) float64 {
-	switch {
-	case frac >= 1:
-		return 1
-	case !(frac > soft): // also NaN
-		return 0
-	}
-	return (frac - soft) / (1 - soft)
 }
 
 // defaultConflictThreshold is the kernel's ConflictThreshold when its
