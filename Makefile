@@ -10,21 +10,26 @@ GO ?= go
 ## included. The PostgreSQL tests skip unless BK_PG_DSN names a server.
 ##
 ## Durations, wall time of `bash .ci/run` on a clean clone (make
-## test-timed), 2026-12-02, on 2 cores with little else running and the
-## module cache warm, the build cache cold for most packages after this
-## change's renames (a fresh machine adds the downloads and a cold build:
-## several minutes more):
-##   vet             124 s
-##   race            361 s
-##   browser          25 s
-##   adapters         47 s
-##   mutation-runner   5 s
-##   mutation        152 s for the 129 switches (154 test binary runs,
-##                   every one narrowed to noticed.txt; adversary 8 s)
-##   test            714 s in all
-##   mutation-full   every switch's packages in full: 270 s for 28 switches
-##                   (make mutation-full ONLY=...); the whole table takes
-##                   several times that, so CI runs the narrowed one
+## test-timed), 2026-12-02, on 2 cores with nothing else running, the
+## module cache warm and the build cache warm from an earlier run of most
+## of the same code (the last change touched toolgate and what imports
+## it):
+##   vet              39 s
+##   race            243 s
+##   browser          23 s
+##   adapters         34 s
+##   mutation-runner   3 s
+##   mutation        104 s for the 129 switches (154 test binary runs,
+##                   every one narrowed to noticed.txt; adversary 5 s)
+##   test            446 s in all
+## With the build cache cold for nearly every package (the run before,
+## after renames across the tree) and the CPU shared with other work, the
+## same run took 916 s (vet 129, race 453, adapters 149): most of race is
+## building and linking the race-instrumented test binaries.
+##   mutation-full   every switch's packages in full: about 50 s for
+##                   three switches (make mutation-full ONLY=...); the
+##                   whole table takes several times that, so CI runs the
+##                   narrowed one
 ## make test-timed prints each target's wall time (CI's log shows them).
 TEST_TARGETS = vet race browser adapters mutation-runner mutation
 test: $(TEST_TARGETS)
