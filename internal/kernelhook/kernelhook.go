@@ -1,9 +1,3 @@
-// Package kernelhook gives the module's own packages (the tool gate, the
-// supervisor, the inspector) what they read of a kernel that no integrator
-// needs: its clock and its namespace, which an integrator set in the
-// kernel's Config and so already knows. Package kernel sets the hooks when
-// it is initialised; the arguments are *kernel.Kernel values (this package
-// sits below the kernel and cannot name its type).
 package kernelhook
 
 import "time"

@@ -1,8 +1,3 @@
-// Package pressure measures a run's functional state ([budget.State]):
-// the pressures the orchestrator records with each round and shows to
-// the workers. It is internal because the orchestrator is its one caller;
-// the formulas are documented in package budget, beside the State they
-// fill.
 package pressure
 
 import (

@@ -1,6 +1,3 @@
-// Package ramp holds the one curve that turns a used fraction into
-// pressure, shared by package budget's snapshot and the orchestrator's
-// functional state (internal/pressure).
 package ramp
 
 // Of turns a used fraction into pressure: 0 up to the soft threshold,
