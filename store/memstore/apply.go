@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/chain"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -19,22 +21,40 @@ func (s *Store) Apply(ctx context.Context, b store.Batch) error {
 	if err := s.check(&b); err != nil {
 		return err
 	}
+	// The appends' digests first: a record without one changes nothing.
+	var small [4]chain.Hash
+	digests := small[:0]
+	for i := range b.Appends {
+		d, err := chain.AppendDigest(&b.Appends[i])
+		if err != nil {
+			return fmt.Errorf("memstore: %w: %w", blackboard.ErrInvalidPayload, err)
+		}
+		digests = append(digests, d)
+	}
 	// Each trace the batch touches counts one change, however many
 	// records of it the batch touches.
 	s.batch++
 	for _, inv := range b.Invalidations {
 		l, _ := s.find(inv.ID)
 		m := s.at(l)
+		tr := &s.traces[l.trace]
+		if tr.born == nil {
+			tr.born = map[int32]reason.Code{}
+		}
+		tr.born[l.idx] = m.reason
 		m.setStatus(inv.Status)
 		m.reason = inv.Reason
+		tr.extend(l.idx, true, chain.TransitionDigest(m.id, inv.Status, inv.Reason))
 		s.bump(l.trace)
-		s.bumpShared(m.slot(), m.scope(), s.traces[l.trace].namespace)
+		s.bumpShared(m.slot(), m.scope(), tr.namespace)
 	}
 	for i := range b.Appends {
 		rec := &b.Appends[i]
 		t := s.add(rec)
+		tr := &s.traces[t]
+		tr.extend(int32(len(tr.recs)-1), false, digests[i])
 		s.bump(t)
-		s.bumpShared(rec.Slot, rec.Scope, s.traces[t].namespace)
+		s.bumpShared(rec.Slot, rec.Scope, tr.namespace)
 	}
 	if b.State != nil && b.Trace != "" {
 		if t, ok := s.traceOf(b.TraceNamespace, b.Trace); ok {
@@ -49,6 +69,15 @@ func (s *Store) Apply(ctx context.Context, b store.Batch) error {
 		s.claims[claimKey{cmp.Or(c.Namespace, blackboard.DefaultNamespace), c.Key}] = c.RecordID
 	}
 	return nil
+}
+
+// extend adds an event of record idx to the trace's chain.
+func (tr *memTrace) extend(idx int32, status bool, digest chain.Hash) {
+	var prev chain.Hash
+	if n := len(tr.links); n > 0 {
+		prev = tr.links[n-1].link
+	}
+	tr.links = append(tr.links, memLink{link: chain.Next(prev, uint64(len(tr.links)), digest), idx: idx, status: status})
 }
 
 // bump counts the current batch's change to trace t (once per batch).

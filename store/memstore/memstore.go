@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/chain"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -109,6 +111,21 @@ type memTrace struct {
 	bumped        uint64 // the batch that last counted a change
 	stateVersion  uint64
 	state         encoding.BinaryMarshaler
+	// links is the trace's hash chain, one entry per event (see
+	// [store.Chainer]); born holds, for each record whose status changed,
+	// the reason it was appended with (its record now holds the new one).
+	links []memLink
+	born  map[int32]reason.Code
+}
+
+// memLink is one event of a trace's chain: the append (status false) or
+// the status change of its record idx, and the event's link. A status
+// change's new status and reason are its record's: a record changes
+// status once.
+type memLink struct {
+	link   chain.Hash
+	idx    int32
+	status bool
 }
 
 // New returns an empty in-memory store.

@@ -69,6 +69,7 @@ func cases() []testCase {
 		{"ConcurrentAppends", testConcurrentAppends},
 		{"ConcurrentDuplicate", testConcurrentDuplicate},
 		{"ConcurrentInvalidate", testConcurrentInvalidate},
+		{"Chain", testChain},
 		{"CancelledContext", testCancelledContext},
 		{"Closed", testClosed},
 	}
