@@ -94,7 +94,7 @@ type Walker struct {
 	head   Head
 	active map[string]bool // the trace's records still ACTIVE, by id
 	last   map[string]blackboard.Status
-	expect map[uint64]expectation // heads to meet, by length
+	expect map[uint64][]expectation // heads to meet, by length
 	broken *Break
 }
 
@@ -120,11 +120,9 @@ func (w *Walker) Expect(n uint64, link Hash, who string) {
 		return
 	}
 	if w.expect == nil {
-		w.expect = map[uint64]expectation{}
+		w.expect = map[uint64][]expectation{}
 	}
-	if _, ok := w.expect[n]; !ok {
-		w.expect[n] = expectation{link, who}
-	}
+	w.expect[n] = append(w.expect[n], expectation{link, who})
 }
 
 // Head returns where the events walked so far leave the chain.
@@ -188,14 +186,14 @@ func (w *Walker) Step(e *Event) error {
 	}
 	w.head.Len++
 	w.head.Link = link
-	if x, ok := w.expect[w.head.Len]; ok {
-		delete(w.expect, w.head.Len)
+	for _, x := range w.expect[w.head.Len] {
 		if x.link != link && !mutSkipHead() {
 			w.broken = &Break{Namespace: w.head.Namespace, Trace: w.head.Trace, Seq: w.head.Len - 1, RecordID: r.ID, Fault: FaultHead,
 				Detail: fmt.Sprintf("%s says event %d's link is %s, the chain gives %s", x.who, w.head.Len-1, x.link, link)}
 			return w.broken
 		}
 	}
+	delete(w.expect, w.head.Len)
 	return nil
 }
 
@@ -217,9 +215,9 @@ func (w *Walker) Finish() error {
 	}
 	var far uint64
 	var who string
-	for n, x := range w.expect {
+	for n, xs := range w.expect {
 		if n > far {
-			far, who = n, x.who
+			far, who = n, xs[0].who
 		}
 	}
 	if far > w.head.Len && !mutSkipTail() {

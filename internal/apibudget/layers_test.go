@@ -21,15 +21,16 @@ var layers = []struct {
 }{
 	{0, []string{"canon", "reason", "internal/..."}},
 	{1, []string{"blackboard", "internal/expr"}},
-	{2, []string{"store"}},
-	{3, []string{"store/memstore", "store/sqlitestore", "store/pgstore", "store/internal/...", "store/storetest"}},
-	{4, []string{"kernel"}},
-	{5, []string{"audit", "rules", "validator", "worker", "budget", "failure", "internal/advisor", "internal/reply", "internal/snapshot", "internal/pressure"}},
-	{6, []string{"toolgate", "mask"}},
-	{7, []string{"adaptive", "orchestrator", "pack", "replay", "sim", "supervisor", "invariant", "invariant/invarianttest",
+	{2, []string{"chain"}},
+	{3, []string{"store"}},
+	{4, []string{"store/memstore", "store/sqlitestore", "store/pgstore", "store/internal/...", "store/storetest", "internal/ledger"}},
+	{5, []string{"kernel"}},
+	{6, []string{"audit", "rules", "validator", "worker", "budget", "failure", "internal/advisor", "internal/reply", "internal/snapshot", "internal/pressure"}},
+	{7, []string{"toolgate", "mask"}},
+	{8, []string{"adaptive", "orchestrator", "pack", "replay", "sim", "supervisor", "invariant", "invariant/invarianttest",
 		"toolgate/adaptertest", "worker/llm"}},
-	{8, []string{"inspect", "inspect/console", "inspect/console/browsertest", "internal/inspect"}},
-	{9, []string{"internal/inspect/serve"}},
+	{9, []string{"inspect", "inspect/console", "inspect/console/browsertest", "internal/inspect"}},
+	{10, []string{"internal/inspect/serve"}},
 }
 
 // layerOf returns the layer of the package in dir, the most specific

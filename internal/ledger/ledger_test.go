@@ -1,0 +1,320 @@
+package ledger_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"errors"
+	"iter"
+	"slices"
+	"testing"
+
+	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/chain"
+	"github.com/blackboardkernel/bk/internal/ledger"
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
+	"github.com/blackboardkernel/bk/store/memstore"
+)
+
+type key struct{ ns, trace string }
+
+// tampered serves a store's records as an attacker who rewrote its
+// storage would leave them: traces hidden, events replaced, heads
+// rewritten.
+type tampered struct {
+	store.Chainer
+	hidden map[key]bool
+	events map[key][]chain.Event
+	heads  map[key]chain.Head
+}
+
+func (t *tampered) ListTraces(ctx context.Context, ns string) iter.Seq2[store.TraceSummary, error] {
+	return func(yield func(store.TraceSummary, error) bool) {
+		for ts, err := range store.ListTraces(ctx, t.Chainer, ns) {
+			if err == nil && t.hidden[key{ts.Namespace, ts.TraceID}] {
+				continue
+			}
+			if !yield(ts, err) {
+				return
+			}
+		}
+	}
+}
+
+func (t *tampered) Chain(ctx context.Context, ns, trace string) iter.Seq2[chain.Event, error] {
+	if evs, ok := t.events[key{ns, trace}]; ok {
+		return func(yield func(chain.Event, error) bool) {
+			for _, e := range evs {
+				if !yield(e, nil) {
+					return
+				}
+			}
+		}
+	}
+	return t.Chainer.Chain(ctx, ns, trace)
+}
+
+func (t *tampered) Head(ctx context.Context, ns, trace string) (chain.Head, error) {
+	if h, ok := t.heads[key{ns, trace}]; ok {
+		return h, nil
+	}
+	return t.Chainer.Head(ctx, ns, trace)
+}
+
+// ListTrace lists what the tampered chain appends, so that only the
+// chain's own checks can tell.
+func (t *tampered) ListTrace(ctx context.Context, ns, trace string) iter.Seq2[blackboard.Record, error] {
+	if t.hidden[key{ns, trace}] {
+		return func(func(blackboard.Record, error) bool) {}
+	}
+	evs, ok := t.events[key{ns, trace}]
+	if !ok {
+		return t.Chainer.ListTrace(ctx, ns, trace)
+	}
+	return func(yield func(blackboard.Record, error) bool) {
+		status := map[string]blackboard.Status{}
+		var recs []blackboard.Record
+		for _, e := range evs {
+			if e.Op == chain.OpStatus {
+				status[e.Record.ID] = e.Record.Status
+				continue
+			}
+			recs = append(recs, e.Record)
+		}
+		for _, r := range recs {
+			if s, ok := status[r.ID]; ok {
+				r.Status = s
+			}
+			if !yield(r, nil) {
+				return
+			}
+		}
+	}
+}
+
+// scene is a kernel with a signing key that wrote three traces, signed a
+// checkpoint, wrote on, and signed a second one.
+type scene struct {
+	st   *memstore.Store
+	pub  ed25519.PublicKey
+	kept []chain.Checkpoint // what OnCheckpoint handed out
+}
+
+func newScene(t *testing.T) *scene {
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &scene{st: memstore.New(), pub: pub}
+	k, err := kernel.New(kernel.Config{Store: s.st, Signer: priv, CheckpointEvery: -1, OnCheckpoint: func(c chain.Checkpoint) { s.kept = append(s.kept, c) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	tool := k.Handle(blackboard.RoleTool, "crm")
+	write := func(trace, kind string, v float64) {
+		t.Helper()
+		if _, err := tool.Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: kind, Payload: blackboard.Payload{"v": v}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, tr := range []string{"a", "b", "c"} {
+		write(tr, "order", float64(i))
+		write(tr, "order", float64(i+10)) // supersedes nothing: percepts stay
+	}
+	if c, err := k.Checkpoint(ctx); err != nil || c.Seq != 1 || len(c.Heads) != 3 {
+		t.Fatalf("first checkpoint: %+v, %v", c, err)
+	}
+	write("a", "refund", 5)
+	write("a", "refund", 6)
+	if c, err := k.Checkpoint(ctx); err != nil || c.Seq != 2 || len(c.Heads) != 1 {
+		t.Fatalf("second checkpoint: %+v, %v", c, err)
+	}
+	if c, err := k.Checkpoint(ctx); err != nil || c.Seq != 0 {
+		t.Fatalf("a checkpoint of nothing new: %+v, %v", c, err)
+	}
+	write("b", "order", 7)
+	if err := k.Close(); err != nil { // the third checkpoint
+		t.Fatal(err)
+	}
+	if len(s.kept) != 3 {
+		t.Fatalf("OnCheckpoint got %d checkpoints, want 3", len(s.kept))
+	}
+	return s
+}
+
+func events(t *testing.T, st store.Chainer, trace string) []chain.Event {
+	var out []chain.Event
+	for e, err := range st.Chain(t.Context(), blackboard.DefaultNamespace, trace) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// broken returns the faults a report names, checkpoint breaks first.
+func faults(rep ledger.Report) []chain.Fault {
+	var out []chain.Fault
+	for _, b := range rep.Broken {
+		out = append(out, b.Fault)
+	}
+	for _, tr := range rep.Traces {
+		if tr.Break != nil {
+			out = append(out, tr.Break.Fault)
+		}
+	}
+	return out
+}
+
+func verify(t *testing.T, st store.Chainer, keys []ed25519.PublicKey, trusted ...chain.Checkpoint) ledger.Report {
+	t.Helper()
+	rep, err := ledger.Verify(t.Context(), st, keys, trusted...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func TestVerifyClean(t *testing.T) {
+	s := newScene(t)
+	rep := verify(t, s.st, []ed25519.PublicKey{s.pub}, s.kept...)
+	if !rep.OK() || !rep.Signed || rep.Checkpoints != 3 || len(rep.Keys) != 1 {
+		t.Fatalf("a clean store: %+v", rep)
+	}
+	for _, tr := range rep.Traces {
+		if tr.Head.Trace != ledger.Trace && !tr.Covered {
+			t.Errorf("trace %s is not covered by a checkpoint", tr.Head.Trace)
+		}
+	}
+	if c, ok, err := ledger.Covering(t.Context(), s.st, "", "a"); err != nil || !ok || c.Seq != 2 {
+		t.Errorf("Covering(a) = %d, %v, %v; want checkpoint 2", c.Seq, ok, err)
+	}
+	if _, ok, err := ledger.Covering(t.Context(), s.st, "", "zz"); err != nil || ok {
+		t.Errorf("Covering of an unknown trace: %v, %v", ok, err)
+	}
+	// Without a key the sequence is checked, the signatures are not.
+	if rep := verify(t, s.st, nil); !rep.OK() || rep.Signed {
+		t.Errorf("without keys: %+v", rep)
+	}
+}
+
+func TestVerifyAttacks(t *testing.T) {
+	s := newScene(t)
+	keys := []ed25519.PublicKey{s.pub}
+	def := blackboard.DefaultNamespace
+	attack := func(name string, want chain.Fault, tamper func(*tampered), trusted ...chain.Checkpoint) {
+		t.Run(name, func(t *testing.T) {
+			tp := &tampered{Chainer: s.st, hidden: map[key]bool{}, events: map[key][]chain.Event{}, heads: map[key]chain.Head{}}
+			tamper(tp)
+			rep := verify(t, tp, keys, trusted...)
+			if got := faults(rep); !slices.Contains(got, want) {
+				t.Fatalf("faults %v, want %s among them", got, want)
+			}
+		})
+	}
+	attack("drop a trace/ledger.missing_trace", chain.FaultMissing, func(tp *tampered) {
+		tp.hidden[key{def, "c"}] = true
+		tp.heads[key{def, "c"}] = chain.Head{}
+		tp.events[key{def, "c"}] = nil
+	})
+	attack("truncate and rewrite the head/chain.tail", chain.FaultTruncated, func(tp *tampered) {
+		evs := events(t, s.st, "a")[:3]
+		tp.events[key{def, "a"}] = evs
+		tp.heads[key{def, "a"}] = chain.Head{Namespace: def, Trace: "a", Len: 3, Link: evs[2].Link}
+	})
+	attack("re-chain the tail/chain.head", chain.FaultHead, func(tp *tampered) {
+		evs := events(t, s.st, "a")
+		last := &evs[len(evs)-1]
+		last.Record.Payload = blackboard.Payload{"v": 600.0}
+		d, err := last.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		last.Link = chain.Next(evs[len(evs)-2].Link, last.Seq, d)
+		tp.events[key{def, "a"}] = evs
+		tp.heads[key{def, "a"}] = chain.Head{Namespace: def, Trace: "a", Len: uint64(len(evs)), Link: last.Link}
+	})
+	attack("replay an old checkpoint/chain.sequence", chain.FaultCheckpoint, func(tp *tampered) {
+		evs := events(t, s.st, ledger.Trace)
+		old := evs[0]
+		old.Seq = uint64(len(evs))
+		old.Record.ID = store.RecordID(blackboard.Evidence, "", ledger.Trace, len(evs)+1)
+		d, _ := old.Digest()
+		old.Link = chain.Next(evs[len(evs)-1].Link, old.Seq, d)
+		evs = append(evs, old)
+		tp.events[key{def, ledger.Trace}] = evs
+		tp.heads[key{def, ledger.Trace}] = chain.Head{Namespace: def, Trace: ledger.Trace, Len: uint64(len(evs)), Link: old.Link}
+	})
+	attack("drop the newest checkpoint/trusted copy", chain.FaultCheckpoint, func(tp *tampered) {
+		evs := events(t, s.st, ledger.Trace)[:2]
+		tp.events[key{def, ledger.Trace}] = evs
+		tp.heads[key{def, ledger.Trace}] = chain.Head{Namespace: def, Trace: ledger.Trace, Len: 2, Link: evs[1].Link}
+	}, s.kept[2])
+	attack("a forged checkpoint vouching for a truncated trace/chain.signature", chain.FaultCheckpoint, func(tp *tampered) {
+		// Trace b cut back to its first checkpoint, and the checkpoint
+		// that vouched for its tail rewritten to vouch for the cut: its
+		// signature, kept as it was, is all that tells.
+		b := events(t, s.st, "b")[:2]
+		tp.events[key{def, "b"}] = b
+		tp.heads[key{def, "b"}] = chain.Head{Namespace: def, Trace: "b", Len: 2, Link: b[1].Link}
+		evs := events(t, s.st, ledger.Trace)
+		c, err := ledger.Decode(evs[2].Record)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Heads[0].Len, c.Heads[0].Link = 2, b[1].Link
+		if evs[2].Record.Payload, err = ledger.Payload(&c); err != nil {
+			t.Fatal(err)
+		}
+		d, _ := evs[2].Digest()
+		evs[2].Link = chain.Next(evs[1].Link, 2, d)
+		tp.events[key{def, ledger.Trace}] = evs
+		tp.heads[key{def, ledger.Trace}] = chain.Head{Namespace: def, Trace: ledger.Trace, Len: 3, Link: evs[2].Link}
+	})
+	attack("a checkpoint under another key", chain.FaultCheckpoint, func(tp *tampered) {
+		_, priv, _ := ed25519.GenerateKey(rand.Reader)
+		evs := events(t, s.st, ledger.Trace)
+		c, err := ledger.Decode(evs[2].Record)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Heads[0].Len++
+		if err := c.Sign(priv); err != nil {
+			t.Fatal(err)
+		}
+		if evs[2].Record.Payload, err = ledger.Payload(&c); err != nil {
+			t.Fatal(err)
+		}
+		d, _ := evs[2].Digest()
+		evs[2].Link = chain.Next(evs[1].Link, 2, d)
+		tp.events[key{def, ledger.Trace}] = evs
+		tp.heads[key{def, ledger.Trace}] = chain.Head{Namespace: def, Trace: ledger.Trace, Len: 3, Link: evs[2].Link}
+	})
+}
+
+// A handle may not write the checkpoint trace: a junk record there would
+// stop every checkpoint after it.
+func TestCheckpointTraceReserved(t *testing.T) {
+	k, err := kernel.New(kernel.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	_, err = k.Handle(blackboard.RoleTool, "x").Write(t.Context(), kernel.Entry{TraceID: ledger.Trace, Slot: blackboard.Percepts, Kind: "k", Payload: blackboard.Payload{}})
+	if !errors.Is(err, blackboard.ErrPermission) {
+		t.Fatalf("a handle writing %s: %v, want ErrPermission", ledger.Trace, err)
+	}
+}
+
+func TestSignerConfig(t *testing.T) {
+	if _, err := kernel.New(kernel.Config{Signer: nil}); err != nil {
+		t.Fatal(err)
+	}
+	k, _ := kernel.New(kernel.Config{})
+	if _, err := k.Checkpoint(t.Context()); !errors.Is(err, blackboard.ErrInvalidInput) {
+		t.Errorf("Checkpoint without a signer: %v", err)
+	}
+}
