@@ -33,6 +33,15 @@
 //     holding the trace's request once-key; its scoped arguments lie
 //     within that request (the principal, or one of the resources of the
 //     scope's type) and the principal its decision names is the request's.
+//   - `chain_intact`: in a store that keeps hash chains
+//     ([store.Chainer]), every trace's chain holds (package chain): each
+//     event's link matches its content, its position and the link before
+//     it, the chain reaches the head the store recorded and the latest
+//     head a checkpoint names, every listed record was appended by its
+//     chain with the status the chain gave it last, the checkpoints of
+//     each namespace follow one another, and no trace a checkpoint names
+//     is gone. Check is given no key: the checkpoints' signatures are
+//     checked by `bk verify --key`.
 //
 // The checks read each trace once, in order, and look up by id only the
 // records a trace names in another trace, the once-keys the actions name

@@ -9,6 +9,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/ledger"
 	"github.com/blackboardkernel/bk/internal/snapshot"
 	"github.com/blackboardkernel/bk/store"
 )
@@ -23,6 +24,7 @@ const (
 	maskedValue     = "masked_value"
 	derivedSource   = "derived_source"
 	scopeHeld       = "scope_held"
+	chainIntact     = "chain_intact"
 )
 
 // Violation is one breach of an invariant: the record that shows it, its
@@ -30,7 +32,8 @@ const (
 type Violation struct {
 	// Invariant names the invariant broken: effect_action,
 	// effect_grounding, once_holder, approval_binding, masked_value,
-	// derived_source or scope_held (see the package documentation).
+	// derived_source, scope_held or chain_intact (see the package
+	// documentation).
 	Invariant string
 	TraceID   string
 	RecordID  string
@@ -49,10 +52,16 @@ func (v Violation) String() string {
 func Check(ctx context.Context, st store.Store) ([]Violation, error) {
 	c := &checker{ctx: ctx, st: st, policies: map[string]*nsPolicy{}, byHash: map[string]*hashPolicy{}, families: map[string]bool{},
 		approvalUse: map[string]string{}, decided: map[string]bool{}, closed: map[string]bool{}, ran: map[string]bool{}}
+	if err := c.chains(); err != nil {
+		return nil, err
+	}
 	var traces []store.TraceSummary
 	for ts, err := range store.ListTraces(ctx, st, "") {
 		if err != nil {
 			return nil, err
+		}
+		if ts.TraceID == ledger.Trace {
+			continue // checkpoints: the chain check read them
 		}
 		if audit.IsPolicyTrace(ts.TraceID) {
 			if err := c.readPolicies(ts.Namespace, ts.TraceID); err != nil {
@@ -77,6 +86,31 @@ func Check(ctx context.Context, st store.Store) ([]Violation, error) {
 		return nil, err
 	}
 	return c.out, ctx.Err()
+}
+
+// chains reports every break of the store's history (package chain):
+// a trace whose chain does not hold, a checkpoint out of sequence, a
+// trace a checkpoint names that is gone. A store that keeps no chain has
+// nothing to check here. Signatures need keys, which Check is not
+// given: `bk verify --key` checks them.
+func (c *checker) chains() error {
+	cs, ok := c.st.(store.Chainer)
+	if !ok {
+		return nil
+	}
+	rep, err := ledger.Verify(c.ctx, cs, nil)
+	if err != nil {
+		return err
+	}
+	for _, b := range rep.Broken {
+		c.report(chainIntact, b.Trace, b.RecordID, string(b.Fault)+": "+b.Detail)
+	}
+	for _, t := range rep.Traces {
+		if b := t.Break; b != nil {
+			c.report(chainIntact, b.Trace, b.RecordID, string(b.Fault)+": "+b.Detail)
+		}
+	}
+	return nil
 }
 
 // checks run on each trace, in this order.

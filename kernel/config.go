@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"cmp"
+	"crypto"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/chain"
 	"github.com/blackboardkernel/bk/internal/telemetry"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
@@ -99,6 +101,27 @@ type Config struct {
 	// (metric/noop) turns metrics off. The tool-call gate measures with its
 	// kernel's provider.
 	MeterProvider metric.MeterProvider
+	// Signer, when set, makes the kernel sign checkpoints of its
+	// namespace's hash chains (package chain): the heads of the traces it
+	// wrote since its last checkpoint, every CheckpointEvery, at
+	// [Kernel.Checkpoint] and at [Kernel.Close], recorded in the store
+	// (trace "bk.checkpoints" of the namespace, which no handle may
+	// write) and handed to OnCheckpoint. With one, `bk verify` and an
+	// exported evidence bundle prove a history against the last
+	// checkpoint the verifier trusts, even one whose tail was rewritten.
+	// Its public key must be Ed25519 (crypto/ed25519's private key, or a
+	// KMS or HSM behind crypto.Signer), and the store a [store.Chainer].
+	Signer crypto.Signer
+	// CheckpointEvery is how often a kernel with a Signer signs a
+	// checkpoint: 0 means every minute; a negative value only at
+	// [Kernel.Checkpoint] and Close.
+	CheckpointEvery time.Duration
+	// OnCheckpoint, when set, receives every checkpoint the kernel
+	// records, so that the application keeps it elsewhere (a log line, a
+	// second database): `bk verify --trust` then catches a store whose
+	// newest checkpoints were dropped. It runs on the goroutine that made
+	// the checkpoint.
+	OnCheckpoint func(chain.Checkpoint)
 }
 
 // ConfigError is one problem of a [Config]: [Config.Validate] and [New]
@@ -134,6 +157,9 @@ func (c Config) Validate() error {
 	}
 	if !unit(c.ConflictThreshold) {
 		bad("ConflictThreshold", "%v is outside [0,1]", c.ConflictThreshold)
+	}
+	if p := checkSigner(&c); p != "" {
+		bad("Signer", "%s", p)
 	}
 	if c.MaxPayloadBytes < 0 {
 		bad("MaxPayloadBytes", "%d is negative", c.MaxPayloadBytes)
@@ -274,6 +300,7 @@ func New(cfg Config) (*Kernel, error) {
 		k.log = discardLogger
 	}
 	k.initTelemetry()
+	k.startSigning(&cfg)
 	return k, nil
 }
 

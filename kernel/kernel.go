@@ -65,6 +65,7 @@ type Kernel struct {
 	meterSet          bool
 	meterProvider     metric.MeterProvider
 	metrics           *metrics // nil: metrics off
+	signing           *signing // nil: no Config.Signer
 	// thresholds are minConfidence and conflictThreshold as the evidence
 	// artifacts record them, boxed once instead of on every belief.
 	thresholds [2]any
@@ -159,11 +160,15 @@ var discardLogger = slog.New(slog.DiscardHandler)
 func unit(f float64) bool { return !math.IsNaN(f) && f >= 0 && f <= 1 }
 
 // Close releases the store if the kernel created it.
+// With a Config.Signer it first stops the periodic checkpoints and
+// records the last one (see [Kernel.Checkpoint]); its error is returned,
+// joined with the store's.
 func (k *Kernel) Close() error {
+	err := k.closeSigning()
 	if k.ownsStore {
-		return k.store.Close()
+		err = errors.Join(err, k.store.Close())
 	}
-	return nil
+	return err
 }
 
 // Entry is what a handle asks the kernel to write.

@@ -68,6 +68,8 @@ var (
 	mutStateFold       bool
 	mutSharedCache     bool
 	mutPolicyTraceOpen bool
+	// mutCheckpointTraceOpen lets a handle write the checkpoint trace.
+	mutCheckpointTraceOpen bool
 )
 
 // The switches, registered in the order the gate runs the checks.
@@ -127,6 +129,7 @@ func init() {
 		mutant.Def{Name: "state_version", Check: "a batch's trace state is refused unless the trace is still at the version it was derived from (a change the state missed cannot be kept)", On: &mutStateVersion, ByTests: true, Also: []string{"github.com/blackboardkernel/bk/store/memstore"}},
 		mutant.Def{Name: "shared_cache", Check: "the persistent constraints a decision enforces are listed again whenever any changed (TraceState.Shared), never taken from a stale cache", On: &mutSharedCache, ByTests: true, Also: []string{"github.com/blackboardkernel/bk/store/memstore"}},
 		mutant.Def{Name: "state_fold", Check: "a stored trace state that misses a change (a write the kernel did not make) is not used: the kernel reads the trace", On: &mutStateFold, ByTests: true},
+		mutant.Def{Name: "checkpoint_trace_reserved", Check: "trace bk.checkpoints is written only by the kernel's checkpoints: no handle can append a forged or junk checkpoint", On: &mutCheckpointTraceOpen, ByTests: true},
 		mutant.Def{Name: "policy_trace_reserved", Check: "trace bk.policy.<namespace> is written only by kernels of that namespace: no other application can take a gate's policy trace (PERMISSION_DENIED)", On: &mutPolicyTraceOpen, ByTests: true,
 			Also: []string{"github.com/blackboardkernel/bk/toolgate"}},
 	)

@@ -54,4 +54,5 @@ const (
 	mutStateFold           = false
 	mutSharedCache         = false
 	mutPolicyTraceOpen     = false
+	mutCheckpointTraceOpen = false
 )

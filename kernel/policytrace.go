@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/ledger"
 	"github.com/blackboardkernel/bk/reason"
 )
 
@@ -17,11 +18,16 @@ import (
 // stop every gate of that namespace from ever starting.
 const policyTracePrefix = "bk.policy."
 
-// checkTraceOwner refuses, with PERMISSION_DENIED, a write to a trace
-// reserved to another namespace: a trace id beginning "bk.policy." may be
+// checkTraceOwner refuses, with PERMISSION_DENIED, a write to the
+// checkpoint trace (ledger.Trace), which only the kernel itself writes,
+// and one to a trace reserved to another namespace: a trace id beginning "bk.policy." may be
 // written only by a kernel of the namespace it names (the default
 // namespace is "bk.policy.default").
 func (k *Kernel) checkTraceOwner(op, traceID string) error {
+	if traceID == ledger.Trace && !mutCheckpointTraceOpen {
+		return newErr(op, "", reason.PermissionDenied, blackboard.ErrPermission,
+			fmt.Sprintf("trace %q holds the kernel's signed checkpoints: no handle writes it", traceID))
+	}
 	if mutPolicyTraceOpen || !strings.HasPrefix(traceID, policyTracePrefix) {
 		return nil
 	}

@@ -92,6 +92,9 @@ func (s *snapshot) apply(ctx context.Context, b store.Batch) error {
 	// from checked parts: the store need not scan it again.
 	vouch.Set(&b.Vouch)
 	err := k.store.Apply(ctx, b)
+	if err == nil && k.signing != nil {
+		k.signing.touch(s.traceID)
+	}
 	if s.stateful {
 		if err == nil {
 			// Every batch the kernel applies touches its trace: the store
