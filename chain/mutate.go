@@ -6,7 +6,7 @@ import "github.com/blackboardkernel/bk/internal/mutant"
 
 // The switches of the chain's checks: each one on, a verifier misses the
 // attack its test plays.
-var mutGap, mutOrder, mutLink, mutStatus, mutHead, mutTail, mutSig, mutSeq bool
+var mutGap, mutOrder, mutLink, mutStatus, mutHead, mutTail, mutSig, mutSeq, mutBundleBytes bool
 
 func mutSkipGap() bool    { return mutGap }
 func mutSkipOrder() bool  { return mutOrder }
@@ -16,6 +16,8 @@ func mutSkipHead() bool   { return mutHead }
 func mutSkipTail() bool   { return mutTail }
 func mutSkipSig() bool    { return mutSig }
 func mutSkipSeq() bool    { return mutSeq }
+
+func mutSkipBundleBytes() bool { return mutBundleBytes }
 
 func init() {
 	const pkg = "github.com/blackboardkernel/bk/chain"
@@ -29,5 +31,6 @@ func init() {
 		mutant.Def{Name: "chain.tail", Check: "a chain shorter than a recorded head is broken (a truncated tail)", On: &mutTail, ByTests: true, Also: also},
 		mutant.Def{Name: "chain.signature", Check: "a checkpoint verifies only under a trusted key's signature", On: &mutSig, ByTests: true},
 		mutant.Def{Name: "chain.sequence", Check: "checkpoints follow one another: each names its predecessor's digest (an old checkpoint replayed)", On: &mutSeq, ByTests: true},
+		mutant.Def{Name: "chain.bundle_bytes", Check: "a bundle verifies only as the bytes its encoding writes (a value respelled, a field added)", On: &mutBundleBytes, ByTests: true},
 	)
 }

@@ -11,3 +11,5 @@ func mutSkipHead() bool   { return false }
 func mutSkipTail() bool   { return false }
 func mutSkipSig() bool    { return false }
 func mutSkipSeq() bool    { return false }
+
+func mutSkipBundleBytes() bool { return false }

@@ -183,6 +183,7 @@ func TestDamagedInput(t *testing.T) {
 		{"bk", []string{"traces"}},
 		{"bk", []string{"timeline", "UNKNOWN"}},
 		{"bk", []string{"export"}},
+		{"bk", []string{"verify"}},
 		{"multi_episode", []string{"--episodes", "2"}},
 		{"quickstart", nil},
 		{"support_desk", nil},

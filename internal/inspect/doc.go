@@ -18,6 +18,9 @@
 //	bk deny ACTION --as NAME --digest D [--note N] [--ttl T]
 //	bk serve --token-file F   the approvals console in a browser (or --identity-header H; --addr, --hosts)
 //	bk erase TRACE --keys D   erase a trace's masked values: destroy its key (the trace's namespace's) in the key directory
+//	bk verify [--key PUB]...  every trace's hash chain, the checkpoints' sequence and signatures, the invariants (exit 1 on a break)
+//	bk export --trace T --bundle FILE   trace T's evidence bundle (package chain's Bundle), written whole or not at all
+//	bk verify --bundle FILE --key PUB   an evidence bundle, offline: no store is opened
 //
 // Every command takes --db FILE or --dsn DSN, exactly one (else $BK_DB or
 // $BK_DSN, exactly one; else bk.db), --namespace NS (default: every
@@ -49,6 +52,34 @@
 // and print every stored text through [Inert] (JSON through [InertJSON]),
 // so that what a tool, a model or any writer stored cannot act on the
 // operator's terminal.
+//
+// # Verifying a history
+//
+// bk verify runs [ledger.Verify] over the whole store (a store that
+// keeps hash chains, [store.Chainer]) and prints, per trace, its events,
+// whether a checkpoint covers it (signed: its signature was checked
+// against a --key) and its chain's first break: the fault, the event and
+// the record ([chain.Break]); then the checkpoints' own breaks, and the
+// violations of [invariant.Check] (its chain_intact is the walk above,
+// not printed twice). --namespace narrows the traces printed, not the
+// invariants. It exits 1 when anything is broken, and also when the
+// store cannot be read. Without --key the checkpoints' sequence is
+// checked, not their signatures, and the output says so. A key file
+// (--key, repeatable: a rotated key's old one too) holds the 32-byte
+// Ed25519 public key as 64 hex digits, space around them ignored.
+// --trust FILE gives checkpoints kept outside the store
+// (kernel.Config.OnCheckpoint's), as JSON objects one after another: the
+// store must hold each as it was, so newer ones dropped are caught.
+//
+// bk export --trace T --bundle FILE writes T's evidence bundle: T's
+// events, the events of its namespace's policy trace when T's records
+// name a policy (a decision's context, the request record) and that
+// trace is covered, and the latest checkpoint covering each
+// ([ledger.Covering]); a trace no checkpoint covers is refused ("run the
+// kernel with a signing key"). The file is written to a temporary file
+// beside it and renamed, so a failure leaves none. bk verify --bundle
+// FILE --key PUB checks it with [chain.VerifyBundle], with no store:
+// see there what a verified bundle proves and what it does not.
 //
 // # Approving from a terminal
 //

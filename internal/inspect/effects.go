@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
+	"github.com/blackboardkernel/bk/internal/cmdline"
 	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -356,6 +358,20 @@ func Export(ctx context.Context, s store.Store, namespace, traceID string, w io.
 	return nil
 }
 
+func exportFlags(fs *flag.FlagSet, e *env) {
+	fs.StringVar(&e.trace, "trace", "", "export only this trace")
+	fs.StringVar(&e.bundle, "bundle", "", "write --trace's evidence bundle to this file instead (its chain, its policy trace's, the signed checkpoints covering them), for bk verify --bundle")
+	e.check = func() error {
+		if e.bundle != "" && e.trace == "" {
+			return cmdline.Usagef("--bundle needs --trace: a bundle holds one trace's evidence")
+		}
+		return nil
+	}
+}
+
 func runExport(ctx context.Context, e *env, _ []string) error {
+	if e.bundle != "" {
+		return exportBundle(ctx, e)
+	}
 	return Export(ctx, e.store, e.namespace, e.trace, e.out)
 }

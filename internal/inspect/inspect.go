@@ -46,12 +46,12 @@ func commands() []command {
 		{"stats", "", "decisions by code, learned constraints, records per slot", runStats, nil},
 		{"approvals", "", "approvals pending, with their age", runApprovals, nil},
 		{"effects", "", "effect attempts and outcomes", runEffects, nil},
-		{"export", "", "records as JSON lines (all, or --trace T)", runExport,
-			func(fs *flag.FlagSet, e *env) { fs.StringVar(&e.trace, "trace", "", "export only this trace") }},
+		{"export", "", "records as JSON lines (all, or --trace T); with --bundle FILE, trace T's signed evidence bundle", runExport, exportFlags},
 		{"approve", "ACTION", "approve an action waiting for approval, bound to its arguments' digest (writes one record)", runApprove, decisionFlags},
 		{"deny", "ACTION", "deny an action waiting for approval: the gate takes its fallback (writes one record)", runDeny, decisionFlags},
 		{"serve", "", "the approvals console in a browser: approve or deny, see evidence and timelines", runServe, serveFlags},
 		{"replay", "", "re-run traces from the store alone, under their recorded policy or --rule NAME=EXPR, and list the decisions that differ (exit 0 when some do, 1 only on an error)", runReplay, replayFlags},
+		{"verify", "", "check every trace's hash chain, the signed checkpoints (--key FILE) and the invariants; exit 1 when any breaks; --bundle FILE: an exported bundle, offline", runVerify, verifyFlags},
 		{"erase", "TRACE", "erase a trace's masked values: destroy its key in --keys DIR, in --namespace or the one namespace holding TRACE (the store is only read)", runErase, eraseFlags},
 	}
 }
@@ -66,6 +66,14 @@ type env struct {
 	rules                     ruleFlags   // replay's --rule
 	decide                    decision    // approve and deny
 	serve                     ServeConfig // serve's flags
+	keyFiles                  keyFiles    // verify's --key
+	bundle                    string      // verify's and export's --bundle
+	trust                     string      // verify's --trust
+	// offline: the command reads no store (verify --bundle).
+	offline bool
+	// given is a store a test hands in (export_test.go), used instead of
+	// the one the flags name.
+	given store.Store
 	// serveFunc is the approvals console bk serve runs ([WithServe]).
 	serveFunc func(ctx context.Context, cfg ServeConfig) error
 	// check, when a command's flags set it, validates them once parsed,
@@ -139,17 +147,24 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, opts ...
 		sub.Usage()
 		return ExitUsage
 	}
-	if err := e.resolve(); err != nil {
-		fmt.Fprintf(stderr, "bk %s: %s\n", cmd.name, strings.TrimPrefix(err.Error(), cmdline.ErrUsage.Error()+": "))
-		sub.Usage()
-		return ExitUsage
-	}
 	if e.check != nil {
 		if err := e.check(); err != nil {
 			fmt.Fprintf(stderr, "bk %s: %s\n", cmd.name, strings.TrimPrefix(err.Error(), cmdline.ErrUsage.Error()+": "))
 			sub.Usage()
 			return ExitUsage
 		}
+	}
+	if e.offline {
+		if err := cmd.run(ctx, e, sub.Args()); err != nil {
+			fmt.Fprintln(stderr, "bk:", Inert(err.Error()))
+			return ExitError
+		}
+		return ExitOK
+	}
+	if err := e.resolve(); err != nil {
+		fmt.Fprintf(stderr, "bk %s: %s\n", cmd.name, strings.TrimPrefix(err.Error(), cmdline.ErrUsage.Error()+": "))
+		sub.Usage()
+		return ExitUsage
 	}
 	// A SQLite file is checked whole before use: a damaged file is
 	// reported as corrupt, not as missing traces or records.

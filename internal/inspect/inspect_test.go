@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto"
 	"encoding/json"
 	"errors"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"github.com/blackboardkernel/bk/internal/inspect"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/reason"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -202,9 +204,17 @@ func toolgateDatabase(t *testing.T) string {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	runDesk(t, s, nil)
+	return db
+}
+
+// runDesk plays toolgateDatabase's calls on s, with checkpoints signed by
+// signer when it is not nil (the last one made before it returns).
+func runDesk(t *testing.T, s store.Store, signer crypto.Signer) {
+	t.Helper()
 	tools := deskTools()
 	g, err := toolgate.New(context.Background(), toolgate.Config{
-		Kernel: kernel.Config{Store: s, Namespace: "desk",
+		Kernel: kernel.Config{Store: s, Namespace: "desk", Signer: signer, CheckpointEvery: -1,
 			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}}},
 		Tools:     tools,
 		Contracts: map[string][]string{"support": {"lookup_order", "issue_refund"}},
@@ -247,7 +257,11 @@ func toolgateDatabase(t *testing.T) string {
 	if _, err := g.Call(ctx, toolgate.Call{Tool: "delete_account", Args: json.RawMessage(`{}`), Caller: "support", TraceID: "ticket-3"}); err != nil {
 		t.Fatal(err)
 	}
-	return db
+	if signer != nil {
+		if _, err := k.Checkpoint(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // TestToolgateDatabase: approvals, effects, and the explanation of a

@@ -53,6 +53,9 @@ func (e *env) where() string {
 // the server refuses any write, so bk neither creates nor migrates a
 // schema (one that does not hold a store of this version is refused).
 func (e *env) open(ctx context.Context) (store.Store, func() error, error) {
+	if e.given != nil {
+		return e.given, func() error { return nil }, nil
+	}
 	if e.kind != storeflag.Postgres {
 		s, err := sqlitestore.OpenReadOnly(ctx, e.db, sqlitestore.WithCheck())
 		if err != nil {
