@@ -237,17 +237,9 @@ func TestWalkerAttacks(t *testing.T) {
 	})
 }
 
-func newKey(t testing.TB) (ed25519.PublicKey, ed25519.PrivateKey) {
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pub, priv
-}
-
 func TestCheckpoint(t *testing.T) {
-	pub, priv := newKey(t)
-	other, _ := newKey(t)
+	pub, priv := newKey(t, 1)
+	other, _ := newKey(t, 2)
 	evs := build(t, "t", 4)
 	c1 := chain.Checkpoint{Namespace: "ns", Seq: 1, TimeMS: 5, Heads: []chain.Head{{Namespace: "ns", Trace: "t", Len: 4, Link: evs[3].Link}, {Namespace: "ns", Trace: "a", Len: 1}}}
 	if err := c1.Sign(priv); err != nil {
