@@ -366,6 +366,9 @@ func TestChainAttacks(t *testing.T) {
 			exec("UPDATE " + table(s, "bk_records") + ` r SET payload = o.payload FROM ` + table(s, "bk_records") +
 				` o WHERE (r.id, o.id) IN (('evidence:victim:3', 'evidence:victim:4'), ('evidence:victim:4', 'evidence:victim:3'))`)
 		}},
+		{"an event given another's position", chain.FaultOrder, 3, "victim", func(t *testing.T, s *pgstore.Store, exec func(string, ...any)) {
+			exec("UPDATE " + table(s, "bk_records") + ` SET link_seq = 2 WHERE id = 'evidence:victim:4'`)
+		}},
 		{"a record moved from another trace", chain.FaultMoved, 8, "victim", func(t *testing.T, s *pgstore.Store, exec func(string, ...any)) {
 			// Its append was event 8 of its trace: it lands right after
 			// the victim's last event.
