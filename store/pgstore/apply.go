@@ -46,7 +46,10 @@ type plan struct {
 // [blackboard.ErrNotFound], as in [memstore.Store]). The batch's claims are
 // inserted in the same transaction, so a claim lands exactly when the rest
 // of its batch does; so do the change counters of the traces the batch
-// touches and the batch's State (see [Store.ReadState]).
+// touches and the batch's State (see [Store.ReadState]), and the hash
+// chains of those traces: one event per status change, then one per
+// append, each linked by the server in the statement that makes the
+// change (see [Store.Chain]).
 //
 // A single record is a one-record batch, a status change a batch with one
 // [store.Invalidation]. Apply returns an error wrapping
@@ -57,8 +60,9 @@ type plan struct {
 // [blackboard.ErrInvalidPayload] for a payload string that is not);
 // [blackboard.ErrInvalidInput] for an unknown role, a NaN confidence or a
 // NUL character in a string field or reference;
-// [blackboard.ErrInvalidPayload] for a payload value JSON cannot encode or
-// a NUL character in a payload string or key; [store.ErrNotActive]
+// [blackboard.ErrInvalidPayload] for a payload value JSON cannot encode,
+// a NUL character in a payload string or key, or a payload nested deeper
+// than package canon reads (the chain could not digest it); [store.ErrNotActive]
 // for a status change of a record that is not ACTIVE,
 // [blackboard.ErrNotFound] for one of an unknown id and
 // [blackboard.ErrInvalidInput] for one to a bad status or without a

@@ -40,16 +40,25 @@ func hashOf(b []byte) chain.Hash {
 // booleans, null) digests as it is; any other (an int, a struct, a
 // float32, whose JSON form may read back otherwise) is digested as it
 // reads back, decoded from payloadJSON as [Store.Get] decodes it.
+//
+// A record the chain cannot digest (a payload nested deeper than package
+// canon reads) is refused with [blackboard.ErrInvalidPayload].
 func appendDigest(r *blackboard.Record, payloadJSON string) (chain.Hash, error) {
+	var d chain.Hash
+	var err error
 	if natural(map[string]any(r.Payload)) {
-		return chain.AppendDigest(r)
+		d, err = chain.AppendDigest(r)
+	} else {
+		back := *r
+		back.Payload = nil
+		if err = json.Unmarshal([]byte(payloadJSON), &back.Payload); err == nil {
+			d, err = chain.AppendDigest(&back)
+		}
 	}
-	back := *r
-	back.Payload = nil
-	if err := json.Unmarshal([]byte(payloadJSON), &back.Payload); err != nil {
-		return chain.Hash{}, fmt.Errorf("pgstore: record %s: %w: %v", r.ID, blackboard.ErrInvalidPayload, err)
+	if err != nil {
+		return chain.Hash{}, fmt.Errorf("pgstore: record %s: %w: its chain digest: %w", r.ID, blackboard.ErrInvalidPayload, err)
 	}
-	return chain.AppendDigest(&back)
+	return d, nil
 }
 
 // natural reports whether v holds only the types a JSON object decodes
@@ -82,10 +91,10 @@ func natural(v any) bool {
 // when its status changed, that event, sorted by position on the server.
 // The events stream as the server sends them, so the memory Chain uses
 // does not grow with the trace; in exchange the listing holds one of the
-// pool's connections, and keeps the store open, until the loop ends: the
-// loop body may call the store only if the pool has another connection,
-// and must not close it. The query is run again after a failure only
-// before the first event was yielded. An event's Link is the link as
+// pool's connections until the loop ends: the loop body may call the
+// store only if the pool has another connection, and [Store.Close] of a
+// store that owns its pool waits for the loop to end. The query is run
+// again after a failure only before the first event was yielded. An event's Link is the link as
 // stored (the zero Hash for one that is not 32 bytes); a row whose status
 // or payload does not decode ends the listing with an error.
 func (s *Store) Chain(ctx context.Context, namespace, traceID string) iter.Seq2[chain.Event, error] {
@@ -96,7 +105,17 @@ func (s *Store) Chain(ctx context.Context, namespace, traceID string) iter.Seq2[
 			yield(chain.Event{}, err)
 			return
 		}
-		defer leave()
+		// The store is held open until the first event arrives, not while
+		// the loop body runs: a body that calls the store while another
+		// goroutine closes it must not wait for itself.
+		held := true
+		release := func() {
+			if held {
+				held = false
+				leave()
+			}
+		}
+		defer release()
 		if !storable(traceID) || !storable(ns) {
 			return // no trace has that id
 		}
@@ -113,6 +132,7 @@ func (s *Store) Chain(ctx context.Context, namespace, traceID string) iter.Seq2[
 					return final{err}
 				}
 				yielded = true
+				release()
 				if !yield(e, nil) {
 					stopped = true
 					return nil

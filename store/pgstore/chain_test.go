@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 
@@ -53,8 +54,10 @@ func TestChainLinks(t *testing.T) {
 	refusal.Status, refusal.Reason = blackboard.StatusInvalidated, reason.ApprovalDenied
 	acme := record(trace, 1)
 	acme.ID, acme.Namespace = store.RecordID(blackboard.Percepts, "acme", trace, 1), "acme"
+	inf := record(trace, 2)
+	inf.Provenance.Confidence = new(math.Inf(-1)) // a value stores keep, and digest
 	batches := []store.Batch{
-		{Appends: []blackboard.Record{record(trace, 1), record(trace, 2)}},
+		{Appends: []blackboard.Record{record(trace, 1), inf}},
 		{Appends: []blackboard.Record{odd, refusal}, Invalidations: []store.Invalidation{{ID: record(trace, 1).ID, Status: blackboard.StatusExpired, Reason: reason.StaleEvidence}}},
 		{Invalidations: []store.Invalidation{{ID: record(trace, 2).ID, Status: blackboard.StatusInvalidated, Reason: reason.SupersededEvidence}}},
 		{Appends: []blackboard.Record{record(trace, 5), acme}},
