@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/chain"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -28,6 +29,10 @@ type plan struct {
 	changed  []string // the ids of the records whose status the batch changes
 	shared   []string // the namespaces of the persistent constraints the batch appends
 	state    []byte   // the encoding of b.State; nil when there is none to store
+	// invDigests are the content digests of the batch's status changes
+	// (chain.TransitionDigest), in the batch's order; each row's digest
+	// is its insert's last parameter.
+	invDigests []chain.Hash
 }
 
 // Apply implements [store.Store]: the batch runs in
@@ -41,7 +46,10 @@ type plan struct {
 // [blackboard.ErrNotFound], as in [memstore.Store]). The batch's claims are
 // inserted in the same transaction, so a claim lands exactly when the rest
 // of its batch does; so do the change counters of the traces the batch
-// touches and the batch's State (see [Store.ReadState]).
+// touches and the batch's State (see [Store.ReadState]), and the hash
+// chains of those traces: one event per status change, then one per
+// append, each linked by the server in the statement that makes the
+// change (see [Store.Chain]).
 //
 // A single record is a one-record batch, a status change a batch with one
 // [store.Invalidation]. Apply returns an error wrapping
@@ -52,8 +60,9 @@ type plan struct {
 // [blackboard.ErrInvalidPayload] for a payload string that is not);
 // [blackboard.ErrInvalidInput] for an unknown role, a NaN confidence or a
 // NUL character in a string field or reference;
-// [blackboard.ErrInvalidPayload] for a payload value JSON cannot encode or
-// a NUL character in a payload string or key; [store.ErrNotActive]
+// [blackboard.ErrInvalidPayload] for a payload value JSON cannot encode,
+// a NUL character in a payload string or key, or a payload nested deeper
+// than package canon reads (the chain could not digest it); [store.ErrNotActive]
 // for a status change of a record that is not ACTIVE,
 // [blackboard.ErrNotFound] for one of an unknown id and
 // [blackboard.ErrInvalidInput] for one to a bad status or without a
@@ -91,6 +100,13 @@ func newPlan(b store.Batch) (*plan, error) {
 		if p.rows[i], err = encode(&b.Appends[i]); err != nil {
 			return nil, err
 		}
+		// The server links the append into its trace's chain with the
+		// record's digest, computed here.
+		d, err := appendDigest(&b.Appends[i], p.rows[i].args[6].(string))
+		if err != nil {
+			return nil, err
+		}
+		p.rows[i].args = append(p.rows[i].args, linkPrefix, d[:])
 		if r := &b.Appends[i]; r.Slot == blackboard.Constraints && r.Scope == blackboard.ScopePersistent && !slices.Contains(p.shared, p.rows[i].namespace) {
 			p.shared = append(p.shared, p.rows[i].namespace)
 		}
@@ -130,6 +146,7 @@ func newPlan(b store.Batch) (*plan, error) {
 			return nil, fmt.Errorf("pgstore: %w: %q", blackboard.ErrNotFound, inv.ID)
 		}
 		p.changed = append(p.changed, inv.ID)
+		p.invDigests = append(p.invDigests, chain.TransitionDigest(inv.ID, inv.Status, inv.Reason))
 	}
 	if len(p.rows) == 0 && len(b.Invalidations) == 0 && len(b.Claims) == 0 && p.b.Trace == "" {
 		return nil, nil
@@ -191,8 +208,8 @@ func (s *Store) applyOnce(ctx context.Context, p *plan) error {
 	if p.b.SharedNamespace != "" {
 		batch.Queue(s.q.checkShared, cmp.Or(p.b.SharedNamespace, blackboard.DefaultNamespace), int64(p.b.Shared))
 	}
-	for _, inv := range p.b.Invalidations {
-		batch.Queue(s.q.invalidate, string(inv.Status), string(inv.Reason), inv.ID, active)
+	for i, inv := range p.b.Invalidations {
+		batch.Queue(s.q.invalidate, string(inv.Status), string(inv.Reason), inv.ID, active, linkPrefix, p.invDigests[i][:])
 	}
 	if len(p.changed) > 0 {
 		batch.Queue(s.q.countInvalidated, p.changed, p.appended, p.appNSs)

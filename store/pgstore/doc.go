@@ -11,7 +11,8 @@
 // schema is created or migrated on open (see Schema versions), and every
 // call takes a context whose deadline and cancellation it honours.
 //
-// [Store] is a [store.Store] and a [store.StateStore]. It passes the
+// [Store] is a [store.Store], a [store.StateStore] and a [store.Chainer]
+// (see Hash chains). It passes the
 // conformance suite of store/storetest and decides exactly as [memstore.Store]
 // does (the kernel's TestStoreEquivalence).
 //
@@ -94,10 +95,39 @@
 // Reads are single statements through the indexes of the Schema section,
 // so a decision's reads cost the same however many other traces the store
 // holds. Listings read a page of rows at a time and hold no connection
-// while they yield, so the loop body may call any method of the store.
+// while they yield, so the loop body may call any method of the store;
+// [Store.Chain] is the exception: it streams one query and holds a
+// connection until its loop ends.
 // [Store.ListTrace] lists a trace in the order its records were appended.
 // [Store.ListSlot] lists in the store's append order; records appended by
 // batches that commit while it runs may or may not be listed.
+//
+// # Hash chains
+//
+// Every trace's history is a hash chain (package chain): each append and
+// each status change is an event whose link commits to its content, its
+// position and every event before it. [Store.Apply] extends the chains
+// in its pipeline, with no round trip of its own: the client computes each
+// event's content digest (the record as stored, or the status change),
+// and the statement that already makes the change (the insert, the status
+// change) also advances its trace's row in bk_traces, its event count and
+// head, computing the link with the server's sha256 from the head it
+// finds there. The batch's first statement holds the rows of the traces
+// it appends to; a status change takes its trace's row in its own
+// statement. So a trace's events are numbered in the order its batches
+// commit, and a batch that rolls back leaves no event. A batch's status
+// changes are events before its appends, as they run before them.
+//
+// A record's row keeps its append event (link_seq, link) and, once its
+// status changed (once at most: only an ACTIVE record changes), that
+// event too (end_seq, end_link) with the reason the record was appended
+// with (born_reason). [Store.Chain] reads a trace's events back with one
+// query through the trace index, streamed, and [Store.Head] the trace's
+// row. The chain proves what was written through the store: an edit of a
+// stored row, a deleted, reordered or moved record, or a tail cut short of
+// the recorded head fails [store.VerifyTrace]. A tail cut and the head
+// rewritten to match is caught only against a checkpoint (see package
+// chain).
 //
 // # Once-keys
 //
@@ -111,7 +141,7 @@
 //
 // # Schema versions
 //
-// The table bk_schema holds the schema version, 6 for this
+// The table bk_schema holds the schema version, 7 for this
 // package. Opening a schema at that version only reads it, so a role
 // without the right to create tables can use a schema an administrator
 // migrated. Otherwise the store migrates it in one transaction that first
@@ -139,6 +169,14 @@
 // id in two namespaces is two traces; every trace of an earlier version
 // (which held one namespace's records) keeps its counters and state, and a
 // counter a condition alone made, for a trace without records, goes.
+// Version 7 adds the hash chains: each record's events and each trace's
+// event count, head and migrated count. Migrating to it chains the records
+// already held, per trace in position order, each as an append event of
+// the record as it then is (its current status and reason), and records
+// that count as the trace's migrated events ([chain.Head.Migrated]): their
+// content and order are proven from then on, their history before is not.
+// It reads and updates the records a batch at a time, in the migration's
+// transaction.
 //
 // # Errors
 //

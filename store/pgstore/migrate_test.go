@@ -3,13 +3,16 @@ package pgstore
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/chain"
 	"github.com/blackboardkernel/bk/internal/pgtest"
 	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
@@ -220,5 +223,83 @@ func TestMigrateTracesV5(t *testing.T) {
 		if n != want {
 			t.Errorf("ListTrace(%q, old) after migration: %d records, want %d", ns, n, want)
 		}
+	}
+}
+
+// TestMigrateChainsV6 opens a schema of version 6, which keeps no chains:
+// every trace's records are chained as they are, in position order (a
+// trace longer than one batch of the migration among them), each trace's
+// head says how many events that was, and the batches that follow extend
+// the chains from there.
+func TestMigrateChainsV6(t *testing.T) {
+	ctx := t.Context()
+	pool := pgtest.Pool(t)
+	schema := pgtest.Schema(t)
+	q := strings.NewReplacer("{schema}", pgx.Identifier{schema}.Sanitize())
+	const big = migrateBatch + 100
+	setup := []string{"CREATE SCHEMA {schema}"}
+	setup = append(setup, migrations[:6]...)
+	setup = append(setup, versionTable, "INSERT INTO {schema}.bk_schema (version) VALUES (6)",
+		`INSERT INTO {schema}.bk_records (id, trace_id, pos, slot, mode, kind, payload, role, writer, ts_ms, ttl_ms, input_refs, confidence, status, reason, scope, namespace, span)
+			VALUES ('percepts@acme:old:1', 'old', 1, 'percepts', 'commit', 'order', '{"n": 1, "l": [1, "a", null]}', 'tool', 'w', 1, 0, '{x,y}', 0.5, 'ACTIVE', 'COMMITTED', 'episode', 'acme', ''),
+			       ('percepts@acme:old:2', 'old', 2, 'percepts', 'commit', 'order', '{}', 'tool', 'w', 2, 0, NULL, NULL, 'INVALIDATED', 'STALE_EVIDENCE', 'episode', 'acme', ''),
+			       ('actions@acme:old:3', 'old', 3, 'actions', 'commit', 'refund', '{"amount": 4.5}', 'kernel', 'kernel', 3, 0, NULL, NULL, 'EXPIRED', 'TTL_EXPIRED', 'episode', 'acme', 's')`,
+		`INSERT INTO {schema}.bk_records (id, trace_id, pos, slot, mode, kind, payload, role, writer, ts_ms, ttl_ms, status, reason, scope, namespace)
+			SELECT 'percepts:big:' || g, 'big', g, 'percepts', 'commit', 'door', jsonb_build_object('n', g), 'tool', 'w', g, 0, 'ACTIVE', 'COMMITTED', 'episode', 'default'
+			FROM generate_series(1, `+fmt.Sprint(big)+`) AS g`,
+		`INSERT INTO {schema}.bk_traces (trace_id, n, namespace, version) VALUES ('old', 3, 'acme', 3), ('big', `+fmt.Sprint(big)+`, 'default', 1), ('cond', 0, 'default', 0)`,
+	)
+	for _, stmt := range setup {
+		if _, err := pool.Exec(ctx, q.Replace(stmt)); err != nil {
+			t.Fatalf("creating a version-6 schema: %v", err)
+		}
+	}
+	s, err := New(ctx, pool, WithSchema(schema))
+	if err != nil {
+		t.Fatalf("New on a version-6 schema: %v", err)
+	}
+	defer s.Close()
+	if v, err := readVersion(ctx, pool, schema); err != nil || v != SchemaVersion {
+		t.Fatalf("schema version after New = %d, %v; want %d", v, err, SchemaVersion)
+	}
+	for _, tc := range []struct {
+		ns, trace string
+		n         uint64
+	}{{"acme", "old", 3}, {"", "big", big}, {"", "cond", 0}} {
+		h, err := store.VerifyTrace(ctx, s, tc.ns, tc.trace)
+		if err != nil || h.Len != tc.n || h.Migrated != tc.n {
+			t.Errorf("VerifyTrace(%q, %q) after migration = %+v, %v; want %d events, all migrated", tc.ns, tc.trace, h, err, tc.n)
+		}
+	}
+	// The migrated events are the records as they were found, statuses
+	// included.
+	var got []blackboard.Status
+	for e, err := range s.Chain(ctx, "acme", "old") {
+		if err != nil || e.Op != chain.OpAppend {
+			t.Fatalf("Chain(acme, old): %+v, %v", e, err)
+		}
+		got = append(got, e.Record.Status)
+	}
+	if want := []blackboard.Status{blackboard.StatusActive, blackboard.StatusInvalidated, blackboard.StatusExpired}; !slices.Equal(got, want) {
+		t.Errorf("the migrated events' statuses = %v, want %v", got, want)
+	}
+	next := blackboard.Record{ID: "percepts@acme:old:4", Slot: blackboard.Percepts, Mode: blackboard.ModeCommit, Kind: "order", Payload: blackboard.Payload{},
+		Provenance: blackboard.Provenance{Role: blackboard.RoleTool, Writer: "w", TraceID: "old"}, Status: blackboard.StatusActive,
+		Reason: reason.Committed, Scope: blackboard.ScopeEpisode, Namespace: "acme"}
+	err = s.Apply(ctx, store.Batch{Appends: []blackboard.Record{next}, Trace: "old", TraceNamespace: "acme", TraceLen: 3,
+		Invalidations: []store.Invalidation{{ID: "percepts@acme:old:1", Status: blackboard.StatusInvalidated, Reason: reason.SupersededEvidence}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, err := store.VerifyTrace(ctx, s, "acme", "old"); err != nil || h.Len != 5 || h.Migrated != 3 {
+		t.Errorf("VerifyTrace(acme, old) after a batch = %+v, %v; want 5 events, 3 of them migrated", h, err)
+	}
+	// An edit of a migrated record breaks its chain like any other.
+	if _, err := pool.Exec(ctx, q.Replace(`UPDATE {schema}.bk_records SET payload = '{"n": 7}' WHERE id = 'percepts:big:1000'`)); err != nil {
+		t.Fatal(err)
+	}
+	var brk *chain.Break
+	if _, err := store.VerifyTrace(ctx, s, "", "big"); !errors.As(err, &brk) || brk.Fault != chain.FaultContent || brk.Seq != 999 {
+		t.Errorf("VerifyTrace(big) after an edit of a migrated record: %v; want FaultContent at event 999", err)
 	}
 }

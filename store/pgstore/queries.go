@@ -1,6 +1,8 @@
 package pgstore
 
 import (
+	"strings"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/blackboardkernel/bk/blackboard"
@@ -14,6 +16,7 @@ type queries struct {
 	countInvalidated, checkVersion, setState, readState string
 	checkShared                                         string
 	insert, claim, traces, share                        string
+	chain, head                                         string
 }
 
 func newQueries(schema string) queries {
@@ -30,6 +33,15 @@ func newQueries(schema string) queries {
 		" ON CONFLICT (namespace, trace_id) DO UPDATE SET n = t.n + excluded.n, version = t.version + excluded.version" +
 		" RETURNING t.trace_id, t.n, t.namespace"
 	sel := "SELECT " + columns + " FROM " + records + " "
+	// next is the link of the event a statement adds to trace row t, as
+	// chain.Next computes it: $P is chain.LinkPrefix, $D the event's
+	// content digest, t.events its position, and the previous link the
+	// trace's head (32 zero bytes for none, or for a head of any other
+	// length, as Head reads it).
+	next := func(prefix, digest string) string {
+		return "sha256(" + prefix + "::bytea || CASE WHEN octet_length(t.head) = 32 THEN t.head ELSE decode('" +
+			strings.Repeat("00", 32) + "', 'hex') END || int8send(t.events) || " + digest + "::bytea)"
+	}
 	return queries{
 		get:   sel + "WHERE id = $1",
 		find:  sel + "WHERE trace_id = $1 AND namespace = $2 AND slot = $3 AND kind = $4 AND status = $5 ORDER BY pos DESC LIMIT 1",
@@ -58,7 +70,20 @@ func newQueries(schema string) queries {
 			" format('trace %L of namespace %L holds %s records, not %s', $4::text, $7::text, had, $6::bigint)) FROM c",
 		// A status change that changes no row fails the batch: not found,
 		// or not active (then or since).
-		invalidate: "WITH u AS (UPDATE " + records + " SET status = $1, reason = $2 WHERE id = $3 AND status = $4 RETURNING id)," +
+		//
+		// The change is an event of the chain of the record's trace: the
+		// trace's row is found through the record (r), its chain extended
+		// (h, which waits for the row lock, and then reads the row as the
+		// writer before it left it), and the event's position and link
+		// kept on the record's row with its reason at append (u). $5 is
+		// chain.LinkPrefix, $6 the change's digest. A record another batch
+		// changed meanwhile is not ACTIVE when u reaches it: u changes
+		// nothing and the batch, the extended chain with it, rolls back.
+		invalidate: "WITH r AS (SELECT trace_id, namespace FROM " + records + " WHERE id = $3 AND status = $4)," +
+			" h AS (UPDATE " + traces + " t SET events = t.events + 1, head = " + next("$5", "$6") +
+			" FROM r WHERE t.trace_id = r.trace_id AND t.namespace = r.namespace RETURNING t.events - 1 AS seq, t.head)," +
+			" u AS (UPDATE " + records + " SET status = $1, reason = $2, born_reason = reason, end_seq = h.seq, end_link = h.head" +
+			" FROM h WHERE id = $3 AND status = $4 RETURNING id)," +
 			" c AS (SELECT (SELECT status FROM " + records + " WHERE id = $3) AS status)" +
 			" SELECT " + require + "(EXISTS (SELECT 1 FROM u)," +
 			" CASE WHEN c.status IS NULL THEN '" + codeNotFound + "' ELSE '" + codeNotActive + "' END," +
@@ -113,11 +138,29 @@ func newQueries(schema string) queries {
 			" WHERE r.id = ANY ($2::text[])) AS x(ns) WHERE ns IS NOT NULL" +
 			" ORDER BY ns ON CONFLICT (namespace) DO UPDATE SET shared = c.shared + 1",
 		// The position is the trace's counter, already advanced past the
-		// batch's appends, less the appends to the trace that follow.
-		insert: "INSERT INTO " + records + " (id, trace_id, pos, slot, mode, kind, payload, role, writer, ts_ms," +
-			" input_refs, confidence, ttl_ms, evidence_refs, status, reason, scope, namespace, span) VALUES" +
-			" ($1, $2, (SELECT n FROM " + traces + " WHERE trace_id = $2 AND namespace = $18) - $3, $4, $5, $6, $7, $8, $9, $10," +
-			" $11, $12, $13, $14, $15, $16, $17, $18, $19)",
+		// batch's appends, less the appends to the trace that follow. The
+		// append is the next event of the trace's chain (h, on the row the
+		// batch's first statement locked): $20 is chain.LinkPrefix, $21
+		// the record's digest.
+		insert: "WITH h AS (UPDATE " + traces + " t SET events = t.events + 1, head = " + next("$20", "$21") +
+			" WHERE t.trace_id = $2 AND t.namespace = $18 RETURNING t.n, t.events - 1 AS seq, t.head)" +
+			" INSERT INTO " + records + " (id, trace_id, pos, slot, mode, kind, payload, role, writer, ts_ms," +
+			" input_refs, confidence, ttl_ms, evidence_refs, status, reason, scope, namespace, span, link, link_seq) VALUES" +
+			" ($1, $2, (SELECT n FROM h) - $3, $4, $5, $6, $7, $8, $9, $10," +
+			" $11, $12, $13, $14, $15, $16, $17, $18, $19, (SELECT head FROM h), (SELECT seq FROM h))",
+		// A trace's events in order: each row gives its append event (the
+		// record as appended: ACTIVE with its reason then, when its status
+		// changed since) and, when its status changed, that event. A row
+		// without a link gives no append event (VerifyTrace finds its
+		// record unchained). A status event carries no payload.
+		chain: "SELECT e.seq, e.changed, r.id, r.trace_id, r.slot, r.mode, r.kind," +
+			" CASE WHEN e.changed THEN '{}'::jsonb ELSE r.payload END, r.role, r.writer, r.ts_ms, r.input_refs, r.confidence, r.ttl_ms," +
+			" r.evidence_refs, e.status, e.reason, r.scope, r.namespace, r.span, e.link FROM " + records + " r CROSS JOIN LATERAL (VALUES" +
+			" (r.link_seq, false, CASE WHEN r.end_seq IS NULL THEN r.status ELSE '" + string(blackboard.StatusActive) + "' END," +
+			" CASE WHEN r.end_seq IS NULL THEN r.reason ELSE coalesce(r.born_reason, '') END, r.link)," +
+			" (r.end_seq, true, r.status, r.reason, r.end_link)) AS e(seq, changed, status, reason, link)" +
+			" WHERE r.trace_id = $1 AND r.namespace = $2 AND e.seq IS NOT NULL ORDER BY e.seq, e.changed, r.pos",
+		head:  "SELECT events, head, migrated FROM " + traces + " WHERE trace_id = $1 AND namespace = $2",
 		claim: "INSERT INTO " + keys + " (namespace, key, record_id) VALUES ($1, $2, $3)",
 		// The inspector's listing: a pass over the records, grouped by
 		// trace (a namespace and an id), in the order of each trace's first

@@ -174,11 +174,44 @@ var migrations = []string{
 	ALTER TABLE {schema}.bk_records ADD CONSTRAINT bk_records_trace UNIQUE (trace_id, namespace, pos);
 	DROP INDEX {schema}.bk_records_kind;
 	CREATE INDEX bk_records_kind ON {schema}.bk_records (trace_id, namespace, slot, kind, pos);`,
+	// Version 7: each trace's hash chain (package chain, store.Chainer).
+	// A record's row holds its append event and, once its status changed
+	// (at most once: only an ACTIVE record changes), that event too:
+	//   link_seq, link  the append event's position in the trace's chain
+	//                   and its link
+	//   born_reason     the reason the record was appended with, once a
+	//                   status change replaced it (its status then was
+	//                   ACTIVE); NULL while it has not changed
+	//   end_seq, end_link
+	//                   the status change's position and link; NULL while
+	//                   it has not changed
+	// The trace's counter row holds where its chain stands, under the row
+	// lock that orders the trace's writers:
+	//   events    how many events the chain holds (the next position)
+	//   head      the last event's link; NULL for none, read as 32 zero
+	//             bytes, as is any value that is not 32 bytes long
+	//   migrated  how many events this migration chained
+	// None of them is indexed: Chain reads a trace through bk_records_trace,
+	// and a status change stays a heap-only update. The records an
+	// earlier version holds are chained after this statement, in Go (see
+	// chainExisting): per trace, in position order, as append events of
+	// the records as they are now.
+	`ALTER TABLE {schema}.bk_records ADD COLUMN link bytea, ADD COLUMN link_seq bigint,
+		ADD COLUMN born_reason text, ADD COLUMN end_seq bigint, ADD COLUMN end_link bytea;
+	ALTER TABLE {schema}.bk_traces ADD COLUMN events bigint NOT NULL DEFAULT 0,
+		ADD COLUMN head bytea, ADD COLUMN migrated bigint NOT NULL DEFAULT 0;`,
+}
+
+// migrationCode[v], when set, runs in the migration's transaction right
+// after the SQL of migrations[v-1], the one that takes the schema to
+// version v: work SQL cannot do alone.
+var migrationCode = map[int]func(ctx context.Context, tx pgx.Tx, q *strings.Replacer) error{
+	7: chainExisting,
 }
 
 // schemaVersion is the schema version this package creates and reads: the
 // number of its migrations.
-const schemaVersion = 6
+const schemaVersion = 7
 
 func init() {
 	if len(migrations) != schemaVersion {
@@ -244,6 +277,11 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, createSchem
 		for ; v < len(migrations); v++ {
 			if _, err := tx.Exec(ctx, q.Replace(migrations[v])); err != nil {
 				return wrap(fmt.Sprintf("migration to version %d", v+1), err, false)
+			}
+			if code := migrationCode[v+1]; code != nil {
+				if err := code(ctx, tx, q); err != nil {
+					return wrap(fmt.Sprintf("migration to version %d", v+1), err, false)
+				}
 			}
 		}
 		_, err = tx.Exec(ctx, q.Replace(`INSERT INTO {schema}.bk_schema (version) VALUES ($1)
