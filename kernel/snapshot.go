@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/chain"
+	"github.com/blackboardkernel/bk/internal/kernelhook"
 	"github.com/blackboardkernel/bk/internal/vouch"
 	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
@@ -91,9 +93,20 @@ func (s *snapshot) apply(ctx context.Context, b store.Batch) error {
 	// Every record in the batch was checked on the way in or built here
 	// from checked parts: the store need not scan it again.
 	vouch.Set(&b.Vouch)
+	rc := kernelhook.ReceiptsOf(ctx)
+	if rc != nil && len(b.Appends) > 0 {
+		b.Links = make([]chain.Hash, len(b.Appends))
+	}
 	err := k.store.Apply(ctx, b)
 	if err == nil && k.signing != nil {
 		k.signing.touch(s.traceID)
+	}
+	if err == nil && rc != nil {
+		for i, l := range b.Links {
+			if l != (chain.Hash{}) {
+				rc.Add(b.Appends[i].Kind, l)
+			}
+		}
 	}
 	if s.stateful {
 		if err == nil {

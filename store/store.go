@@ -6,6 +6,7 @@ import (
 	"iter"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/chain"
 	"github.com/blackboardkernel/bk/internal/vouch"
 	"github.com/blackboardkernel/bk/reason"
 )
@@ -138,6 +139,12 @@ type Batch struct {
 	// implement StateStore ignores both.
 	SharedNamespace string
 	Shared          uint64
+	// Links, when it has room for one hash per append, receives from a
+	// [Chainer] the chain link of each append, in the batch's order, once
+	// the batch lands: each record's receipt, known without reading the
+	// store again. A store that keeps no chain, or a batch that fails,
+	// leaves it as it was.
+	Links []chain.Hash
 	// Vouch is set by this module's kernel on a batch it built from
 	// entries it checked and records it made itself: [Batch.Check] passes
 	// its appends without scanning them again. No code outside the module

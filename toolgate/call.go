@@ -12,6 +12,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
+	"github.com/blackboardkernel/bk/chain"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/reason"
 )
@@ -121,6 +122,14 @@ type Result struct {
 	// refusal, the commit (pending approval), the result or the
 	// escalation.
 	DecisionID string `json:"decision_id,omitempty"`
+	// Receipt is the chain link (package chain) of the last decision
+	// record (kind audit.Kind) the call appended, as the store recorded
+	// it: proof, against the store or an exported evidence bundle, that
+	// this decision, and everything its trace held before it, is in the
+	// history as it was made (`bk explain` prints a record's link; `bk
+	// verify` checks them). Zero when the store keeps no chain or the
+	// call appended no decision record (it handed back an earlier one).
+	Receipt chain.Hash `json:"receipt,omitzero"`
 	// Output is the effect's result, when it ran and succeeded. For a
 	// Failed call whose failure is typed, it is the typed signal instead
 	// (execution_status, category, error, retryable; see

@@ -11,6 +11,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/kernelhook"
 	"github.com/blackboardkernel/bk/internal/telemetry"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/reason"
@@ -54,12 +55,13 @@ func (x *executor) execute(ctx context.Context, traceID, actionID string, args j
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
+	ctx, _ = kernelhook.WithReceipts(ctx)
 	ctx, sp := x.g.tracer.Start(ctx, "toolgate.execute")
 	if sp != nil {
 		sp.SetAttributes(attribute.String(telemetry.AttrActionID, actionID))
 	}
 	tool := ""
-	defer func() { x.ended(ctx, sp, tool, res, err) }()
+	defer func() { x.ended(ctx, sp, tool, &res, err) }()
 	act, e, gd, err := x.gated(ctx, actionID)
 	if err != nil {
 		return Result{}, err

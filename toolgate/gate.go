@@ -7,6 +7,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
+	"github.com/blackboardkernel/bk/internal/kernelhook"
 	"github.com/blackboardkernel/bk/internal/telemetry"
 	"github.com/blackboardkernel/bk/kernel"
 )
@@ -204,8 +205,9 @@ func (g *Gate) Surface(ctx context.Context, caller, traceID, intent string) ([]S
 // store failure. On an error after the action committed, the Result still
 // names it (ActionID): [Gate.Execute] or [Gate.Recover] finishes it.
 func (g *Gate) Call(ctx context.Context, c Call) (res Result, err error) {
+	ctx, _ = kernelhook.WithReceipts(ctx)
 	ctx, sp := g.x.startCall(ctx, c)
-	defer func() { g.x.ended(ctx, sp, toolLabel(c.Tool), res, err) }()
+	defer func() { g.x.ended(ctx, sp, toolLabel(c.Tool), &res, err) }()
 	c.span = sp
 	res, j, err := g.x.propose(ctx, c)
 	if err != nil || j == nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/budget"
+	"github.com/blackboardkernel/bk/chain"
 	"github.com/blackboardkernel/bk/internal/kernelhook"
 	"github.com/blackboardkernel/bk/internal/telemetry"
 	"github.com/blackboardkernel/bk/reason"
@@ -138,12 +139,19 @@ func (x *executor) startCall(ctx context.Context, c Call) (context.Context, trac
 	return ctx, sp
 }
 
-// ended records a call's (or an Execute's) result on its span and in the
-// metrics, and ends the span.
-func (x *executor) ended(ctx context.Context, sp trace.Span, tool string, res Result, err error) {
+// ended sets a call's (or an Execute's) receipt, records its result on its
+// span and in the metrics, and ends the span.
+func (x *executor) ended(ctx context.Context, sp trace.Span, tool string, r *Result, err error) {
 	g := x.g
+	if l, ok := kernelhook.ReceiptsOf(ctx).Last(audit.Kind); ok {
+		r.Receipt = chain.Hash(l)
+	}
+	res := *r
 	if sp != nil {
 		attrs := []attribute.KeyValue{attribute.String(telemetry.AttrOutcome, string(res.Outcome)), attribute.String(telemetry.AttrCode, string(res.Code))}
+		if res.Receipt != (chain.Hash{}) {
+			attrs = append(attrs, attribute.String(telemetry.AttrReceipt, res.Receipt.String()))
+		}
 		if res.ActionID != "" {
 			attrs = append(attrs, attribute.String(telemetry.AttrActionID, res.ActionID))
 		}

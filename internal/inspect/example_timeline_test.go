@@ -51,7 +51,8 @@ func ExampleTimeline() {
 // stale percept.
 func ExampleExplain() {
 	s := memstore.New()
-	k, _ := kernel.New(kernel.Config{Store: s})
+	at := time.UnixMilli(1_767_225_600_000) // a fixed clock: the receipt is the same each run
+	k, _ := kernel.New(kernel.Config{Store: s, Clock: func() time.Time { return at }})
 	ctx := context.Background()
 	_, _ = k.Handle(blackboard.RoleTool, "payment_tool").Write(ctx, kernel.Entry{TraceID: "stale", Slot: blackboard.Percepts, Kind: "charge",
 		Payload: blackboard.Payload{"charge_id": "ch_1", "stale": true}})
@@ -71,6 +72,7 @@ func ExampleExplain() {
 	_ = ex.WriteText(os.Stdout)
 	// Output:
 	// actions:stale:5: fallback (COMMITTED)
+	// receipt: 899cbd6df8a9f0d5000b0fe9cc1e925bea3364b6f49dffa48fc851dcb21d17fb
 	// actions:stale:5  action.queue_for_review committed (COMMITTED) reason=PLAN_MISSING_BELIEF
 	// ├─ proposal: actions:stale:4  action.queue_for_review proposed by planner: committed
 	// └─ instead of: plans:stale:3  plan.action_plan proposed by planner: refused PLAN_MISSING_BELIEF

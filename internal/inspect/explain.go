@@ -8,6 +8,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/chain"
 	"github.com/blackboardkernel/bk/internal/kernelhook"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/reason"
@@ -44,6 +45,11 @@ type Explanation struct {
 	// the compiled context the call's decision record names ([Shown]);
 	// nil when no decision of the record names one.
 	Shown *Shown `json:"shown,omitempty"`
+	// Receipt is the explained record's chain link (package chain), as
+	// its store recorded it: a decision record's is the receipt its call
+	// returned (toolgate.Result.Receipt). Empty for a store that keeps no
+	// chain.
+	Receipt string `json:"receipt,omitempty"`
 }
 
 // ExplainNode is one record in an [Explanation]'s tree.
@@ -149,6 +155,17 @@ func Explain(ctx context.Context, s store.Store, recordID string) (Explanation, 
 		ex.Verdict, ex.Code = "observed", target.Reason
 	}
 	ex.Shown = x.shown(x.byID[recordID], target)
+	if cs, ok := s.(store.Chainer); ok {
+		for e, err := range cs.Chain(ctx, cmp.Or(target.Namespace, blackboard.DefaultNamespace), target.Provenance.TraceID) {
+			if err != nil {
+				return Explanation{}, err
+			}
+			if e.Op == chain.OpAppend && e.Record.ID == target.ID {
+				ex.Receipt = e.Link.String()
+				break
+			}
+		}
+	}
 	return ex, nil
 }
 

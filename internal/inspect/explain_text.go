@@ -103,6 +103,9 @@ func (e Explanation) WriteText(w io.Writer) error {
 		fmt.Fprintf(&sb, " (%s)", Inert(string(e.Code)))
 	}
 	sb.WriteString("\n")
+	if e.Receipt != "" {
+		sb.WriteString("receipt: " + Inert(e.Receipt) + "\n")
+	}
 	if e.Tree != nil {
 		writeNode(&sb, e.Tree, "", "")
 	}

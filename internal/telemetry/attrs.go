@@ -27,6 +27,7 @@ const (
 	AttrGenAIToolType  = "gen_ai.tool.type"   // "function"
 	AttrCallCaller     = "bk.toolgate.caller" // the contract the call was made under
 	AttrActionID       = "bk.action_id"       // the committed action
+	AttrReceipt        = "bk.receipt"         // the chain link of the decision record (package chain)
 	AttrContext        = "bk.context"         // the compiled context the call names (toolgate.Call.Context), once checked
 	AttrAttempt        = "bk.attempt"         // the effect attempt's number
 	AttrOutcome        = "bk.outcome"         // a call's outcome, an effect's status

@@ -52,7 +52,10 @@ func (s *Store) Apply(ctx context.Context, b store.Batch) error {
 		rec := &b.Appends[i]
 		t := s.add(rec)
 		tr := &s.traces[t]
-		tr.extend(int32(len(tr.recs)-1), false, digests[i])
+		link := tr.extend(int32(len(tr.recs)-1), false, digests[i])
+		if i < len(b.Links) {
+			b.Links[i] = link
+		}
 		s.bump(t)
 		s.bumpShared(rec.Slot, rec.Scope, tr.namespace)
 	}
@@ -71,13 +74,16 @@ func (s *Store) Apply(ctx context.Context, b store.Batch) error {
 	return nil
 }
 
-// extend adds an event of record idx to the trace's chain.
-func (tr *memTrace) extend(idx int32, status bool, digest chain.Hash) {
+// extend adds an event of record idx to the trace's chain and returns its
+// link.
+func (tr *memTrace) extend(idx int32, status bool, digest chain.Hash) chain.Hash {
 	var prev chain.Hash
 	if n := len(tr.links); n > 0 {
 		prev = tr.links[n-1].link
 	}
-	tr.links = append(tr.links, memLink{link: chain.Next(prev, uint64(len(tr.links)), digest), idx: idx, status: status})
+	link := chain.Next(prev, uint64(len(tr.links)), digest)
+	tr.links = append(tr.links, memLink{link: link, idx: idx, status: status})
+	return link
 }
 
 // bump counts the current batch's change to trace t (once per batch).
