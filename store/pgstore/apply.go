@@ -214,8 +214,25 @@ func (s *Store) applyOnce(ctx context.Context, p *plan) error {
 	if len(p.changed) > 0 {
 		batch.Queue(s.q.countInvalidated, p.changed, p.appended, p.appNSs)
 	}
-	for _, r := range p.rows {
-		batch.Queue(s.q.insert, r.args...)
+	// The links the server computes come back with the inserts, in the
+	// same round trip, for a caller that asked for them (Batch.Links);
+	// they are handed over only once the whole batch committed.
+	var links []chain.Hash
+	if len(p.b.Links) >= len(p.rows) {
+		links = make([]chain.Hash, len(p.rows))
+	}
+	for i, r := range p.rows {
+		q := batch.Queue(s.q.insert, r.args...)
+		if links != nil {
+			q.QueryRow(func(row pgx.Row) error {
+				var b []byte
+				if err := row.Scan(&b); err != nil {
+					return err
+				}
+				copy(links[i][:], b)
+				return nil
+			})
+		}
 	}
 	for _, c := range p.b.Claims {
 		batch.Queue(s.q.claim, cmp.Or(c.Namespace, blackboard.DefaultNamespace), c.Key, c.RecordID)
@@ -230,6 +247,7 @@ func (s *Store) applyOnce(ctx context.Context, p *plan) error {
 	}
 	err := s.pool.SendBatch(ctx, batch).Close()
 	if err == nil {
+		copy(p.b.Links, links)
 		return nil
 	}
 	pe := pgError(err)

@@ -147,7 +147,7 @@ func newQueries(schema string) queries {
 			" INSERT INTO " + records + " (id, trace_id, pos, slot, mode, kind, payload, role, writer, ts_ms," +
 			" input_refs, confidence, ttl_ms, evidence_refs, status, reason, scope, namespace, span, link, link_seq) VALUES" +
 			" ($1, $2, (SELECT n FROM h) - $3, $4, $5, $6, $7, $8, $9, $10," +
-			" $11, $12, $13, $14, $15, $16, $17, $18, $19, (SELECT head FROM h), (SELECT seq FROM h))",
+			" $11, $12, $13, $14, $15, $16, $17, $18, $19, (SELECT head FROM h), (SELECT seq FROM h)) RETURNING link",
 		// A trace's events in order: each row gives its append event (the
 		// record as appended: ACTIVE with its reason then, when its status
 		// changed since) and, when its status changed, that event. A row

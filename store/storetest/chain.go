@@ -69,12 +69,23 @@ func testChain(t *testing.T, s store.Store) {
 	}
 	ctx := t.Context()
 	m := &chainModel{t: t, traces: map[[2]string][]chain.Event{}, where: map[string][2]string{}, recs: map[string]blackboard.Record{}}
+	// Each batch asks for its appends' links (Batch.Links), which must
+	// be the ones the contract gives.
 	apply := func(b store.Batch) {
 		t.Helper()
+		b.Links = make([]chain.Hash, len(b.Appends))
 		if err := s.Apply(ctx, b); err != nil {
 			t.Fatalf("Apply: %v", err)
 		}
 		m.apply(b)
+		for i, r := range b.Appends {
+			evs := m.traces[m.key(r.Namespace, r.Provenance.TraceID)]
+			for _, e := range evs {
+				if e.Op == chain.OpAppend && e.Record.ID == r.ID && e.Link != b.Links[i] {
+					t.Errorf("Batch.Links[%d] = %s, the contract gives %s for %s", i, b.Links[i], e.Link, r.ID)
+				}
+			}
+		}
 	}
 	inNS := func(r blackboard.Record, ns string) blackboard.Record {
 		r.Namespace = ns
@@ -99,8 +110,12 @@ func testChain(t *testing.T, s store.Store) {
 		Appends: []blackboard.Record{a4},
 	})
 	// Refused batches extend nothing.
-	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{record("ca", blackboard.Percepts, "door", 5), a4}}); !errors.Is(err, store.ErrDuplicateID) {
+	links := make([]chain.Hash, 2)
+	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{record("ca", blackboard.Percepts, "door", 5), a4}, Links: links}); !errors.Is(err, store.ErrDuplicateID) {
 		t.Fatalf("a batch appending a held id: %v, want ErrDuplicateID", err)
+	}
+	if links[0] != (chain.Hash{}) || links[1] != (chain.Hash{}) {
+		t.Error("a refused batch wrote links")
 	}
 	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{record("ca", blackboard.Percepts, "door", 6)}, Trace: "ca", TraceLen: 1}); !errors.Is(err, blackboard.ErrConflict) {
 		t.Fatalf("a batch on a stale condition: %v, want ErrConflict", err)
