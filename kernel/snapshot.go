@@ -25,6 +25,7 @@ import (
 // taken id, a changed status), in which case the kernel reads again.
 type snapshot struct {
 	k          *Kernel
+	links      []chain.Hash // where the store writes a batch's links, for a call's receipts (kept with the snapshot, which is recycled)
 	ctx        context.Context
 	traceID    string
 	nowMS      int64
@@ -95,7 +96,11 @@ func (s *snapshot) apply(ctx context.Context, b store.Batch) error {
 	vouch.Set(&b.Vouch)
 	rc := kernelhook.ReceiptsOf(ctx)
 	if rc != nil && len(b.Appends) > 0 {
-		b.Links = make([]chain.Hash, len(b.Appends))
+		if cap(s.links) < len(b.Appends) {
+			s.links = make([]chain.Hash, len(b.Appends))
+		}
+		b.Links = s.links[:len(b.Appends)]
+		clear(b.Links)
 	}
 	err := k.store.Apply(ctx, b)
 	if err == nil && k.signing != nil {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/chain"
-	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -38,13 +37,10 @@ func (s *Store) Apply(ctx context.Context, b store.Batch) error {
 		l, _ := s.find(inv.ID)
 		m := s.at(l)
 		tr := &s.traces[l.trace]
-		if tr.born == nil {
-			tr.born = map[int32]reason.Code{}
-		}
-		tr.born[l.idx] = m.reason
+		s.borns = append(s.borns, m.reason)
 		m.setStatus(inv.Status)
 		m.reason = inv.Reason
-		tr.extend(l.idx, true, chain.TransitionDigest(m.id, inv.Status, inv.Reason))
+		s.extend(tr, l.idx, int32(len(s.borns)), chain.TransitionDigest(m.id, inv.Status, inv.Reason))
 		s.bump(l.trace)
 		s.bumpShared(m.slot(), m.scope(), tr.namespace)
 	}
@@ -52,7 +48,7 @@ func (s *Store) Apply(ctx context.Context, b store.Batch) error {
 		rec := &b.Appends[i]
 		t := s.add(rec)
 		tr := &s.traces[t]
-		link := tr.extend(int32(len(tr.recs)-1), false, digests[i])
+		link := s.extend(tr, int32(len(tr.recs)-1), 0, digests[i])
 		if i < len(b.Links) {
 			b.Links[i] = link
 		}
@@ -74,15 +70,20 @@ func (s *Store) Apply(ctx context.Context, b store.Batch) error {
 	return nil
 }
 
-// extend adds an event of record idx to the trace's chain and returns its
-// link.
-func (tr *memTrace) extend(idx int32, status bool, digest chain.Hash) chain.Hash {
+// extend adds an event of record idx to trace tr's chain (a status change
+// when born > 0, see memLink) and returns its link.
+func (s *Store) extend(tr *memTrace, idx, born int32, digest chain.Hash) chain.Hash {
 	var prev chain.Hash
 	if n := len(tr.links); n > 0 {
 		prev = tr.links[n-1].link
+	} else if tr.links == nil {
+		if len(s.lslab) < linkBlock {
+			s.lslab = make([]memLink, min(len(s.traces), slabTraces)*linkBlock)
+		}
+		tr.links, s.lslab = s.lslab[:0:linkBlock], s.lslab[linkBlock:]
 	}
 	link := chain.Next(prev, uint64(len(tr.links)), digest)
-	tr.links = append(tr.links, memLink{link: link, idx: idx, status: status})
+	tr.links = append(tr.links, memLink{link: link, idx: idx, born: born})
 	return link
 }
 

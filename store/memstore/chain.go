@@ -23,11 +23,18 @@ func (s *Store) Chain(ctx context.Context, namespace, traceID string) iter.Seq2[
 		if t, ok := s.traceOf(namespace, traceID); ok {
 			tr := &s.traces[t]
 			out = make([]chain.Event, len(tr.links))
+			// The reason each record whose status changed was appended with.
+			born := map[int32]int32{}
+			for _, l := range tr.links {
+				if l.born > 0 {
+					born[l.idx] = l.born
+				}
+			}
 			for i, l := range tr.links {
 				e := &out[i]
 				e.Seq, e.Link = uint64(i), l.link
 				m := &tr.recs[l.idx]
-				if l.status {
+				if l.born > 0 {
 					e.Op = chain.OpStatus
 					e.Record = blackboard.Record{ID: m.id, Namespace: tr.namespace, Status: m.status(), Reason: m.reason,
 						Provenance: blackboard.Provenance{TraceID: tr.id}}
@@ -36,8 +43,8 @@ func (s *Store) Chain(ctx context.Context, namespace, traceID string) iter.Seq2[
 				e.Op = chain.OpAppend
 				fill(&e.Record, tr, m)
 				e.Record.Payload = s.payload(m)
-				if born, ok := tr.born[l.idx]; ok {
-					e.Record.Status, e.Record.Reason = blackboard.StatusActive, born
+				if b, ok := born[l.idx]; ok {
+					e.Record.Status, e.Record.Reason = blackboard.StatusActive, s.borns[b-1]
 				}
 			}
 		}

@@ -56,6 +56,8 @@ type Store struct {
 	mores    []memMore            // carved one at a time for the records that need one
 	ix       *memIndex            // nil while the store holds one trace of at most firstCap records
 	first    *firstBlock          // the first trace's block, which Close recycles
+	lslab    []memLink            // carved into the traces' first chain blocks
+	borns    []reason.Code        // the reasons records whose status changed were appended with
 }
 
 // memIndex is what a store past one short trace needs: the slot indexes
@@ -112,21 +114,24 @@ type memTrace struct {
 	stateVersion  uint64
 	state         encoding.BinaryMarshaler
 	// links is the trace's hash chain, one entry per event (see
-	// [store.Chainer]); born holds, for each record whose status changed,
-	// the reason it was appended with (its record now holds the new one).
+	// [store.Chainer]).
 	links []memLink
-	born  map[int32]reason.Code
 }
 
-// memLink is one event of a trace's chain: the append (status false) or
-// the status change of its record idx, and the event's link. A status
-// change's new status and reason are its record's: a record changes
-// status once.
+// memLink is one event of a trace's chain: the append (born 0) or the
+// status change (born > 0) of its record idx, and the event's link. A
+// status change's new status and reason are its record's (a record
+// changes status once); the reason the record was appended with is
+// Store.borns[born-1].
 type memLink struct {
-	link   chain.Hash
-	idx    int32
-	status bool
+	link chain.Hash
+	idx  int32
+	born int32
 }
+
+// linkBlock is the room a trace's chain starts with, carved from a slab
+// shared by many traces: an episode's chain costs no allocation of its own.
+const linkBlock = 16
 
 // New returns an empty in-memory store.
 func New() *Store {
@@ -352,6 +357,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.others, s.traceIdx, s.traces, s.claims, s.shared, s.mores, s.ix = nil, nil, nil, nil, nil, nil, nil
+	s.lslab, s.borns = nil, nil
 	s.one = [1]memTrace{}
 	if s.first != nil {
 		// No method reads the block once the store is closed.
