@@ -105,7 +105,7 @@ const maxPooled = 64 << 10
 // preceded by its length), with the payload in canonical form and the
 // namespace as stores keep it (empty is [blackboard.DefaultNamespace]).
 // A payload without a canonical form (a NaN, a string that is not UTF-8)
-// is [ErrMalformed].
+// or a NaN confidence is [ErrMalformed].
 func AppendDigest(r *blackboard.Record) (Hash, error) {
 	bp := bufs.Get().(*[]byte)
 	b := append((*bp)[:0], "bk.chain.append.v1\n"...)
@@ -124,7 +124,10 @@ func AppendDigest(r *blackboard.Record) (Hash, error) {
 	b = binary.BigEndian.AppendUint64(b, uint64(p.TimestampMS))
 	b = binary.BigEndian.AppendUint64(b, uint64(p.TTLMS))
 	if c := p.Confidence; c != nil {
-		if math.IsNaN(*c) || math.IsInf(*c, 0) {
+		// An infinite confidence is a value stores keep exactly
+		// ("+Inf" frames it unambiguously); only NaN, which is no one
+		// value, has no digest.
+		if math.IsNaN(*c) {
 			return Hash{}, fmt.Errorf("%w: record %s: confidence %v", ErrMalformed, r.ID, *c)
 		}
 		f := *c
