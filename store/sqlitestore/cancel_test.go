@@ -91,6 +91,15 @@ func TestAttackCancelledCallIsTyped(t *testing.T) {
 			}
 			return nil
 		},
+		"Head": func(ctx context.Context, _ int) error { _, err := s.Head(ctx, "", "tr"); return err },
+		"Chain": func(ctx context.Context, _ int) error {
+			for _, err := range s.Chain(ctx, "", "tr") {
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		},
 		"ListTraces": func(ctx context.Context, _ int) error {
 			for _, err := range s.ListTraces(ctx, "") {
 				if err != nil {

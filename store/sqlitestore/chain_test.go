@@ -1,6 +1,7 @@
 package sqlitestore_test
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -168,4 +169,238 @@ func mustDigest(t *testing.T, r *blackboard.Record) chain.Hash {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// attackFixture is a file whose trace t (default namespace) holds, by
+// position: a percept (0), a committed action (1), two approvals (2, 3),
+// a refusal (4) invalidated at 5, a belief (6) and two percepts (7, 8);
+// and whose trace u holds seven percepts appended before t's belief and
+// two after t's last.
+type attackFixture struct {
+	path string
+	s    *sqlitestore.Store
+	db   *sql.DB // a second handle on the file, as an attacker with write access has
+	t    []blackboard.Record
+	head chain.Head // t's head before the attack
+}
+
+func newAttackFixture(t *testing.T) *attackFixture {
+	t.Helper()
+	f := &attackFixture{path: filepath.Join(t.TempDir(), "bk.db")}
+	f.s = mustOpen(t, f.path)
+	rec := func(slot blackboard.Slot, kind string, n int, p blackboard.Payload) blackboard.Record {
+		r := chained("", "t", slot, kind, n, p)
+		f.t = append(f.t, r)
+		return r
+	}
+	mustApply(t, f.s, store.Batch{Appends: []blackboard.Record{
+		rec(blackboard.Percepts, "ticket", 1, blackboard.Payload{"text": "refund please"}),
+		rec(blackboard.Actions, "issue_refund", 2, blackboard.Payload{"amount": 100, "to": "acct-1"}),
+	}})
+	mustApply(t, f.s, store.Batch{Appends: []blackboard.Record{
+		rec(blackboard.Evidence, "approval", 3, blackboard.Payload{"approver": "alice", "amount": 100}),
+		rec(blackboard.Evidence, "approval", 4, blackboard.Payload{"approver": "bob", "amount": 100}),
+	}})
+	mustApply(t, f.s, store.Batch{Appends: []blackboard.Record{rec(blackboard.Actions, "refusal", 5, blackboard.Payload{"why": "over the limit"})}})
+	var u []blackboard.Record
+	for n := 1; n <= 7; n++ {
+		u = append(u, chained("", "u", blackboard.Percepts, "tick", n, blackboard.Payload{"n": n}))
+	}
+	mustApply(t, f.s, store.Batch{Appends: u})
+	mustApply(t, f.s, store.Batch{
+		Invalidations: []store.Invalidation{{ID: f.t[4].ID, Status: blackboard.StatusInvalidated, Reason: "OVERRULED"}},
+		Appends: []blackboard.Record{
+			rec(blackboard.Beliefs, "refund_due", 6, blackboard.Payload{"due": true}),
+			rec(blackboard.Percepts, "ticket", 7, blackboard.Payload{"text": "thanks"}),
+		},
+	})
+	mustApply(t, f.s, store.Batch{Appends: []blackboard.Record{rec(blackboard.Percepts, "ticket", 8, blackboard.Payload{"text": "bye"})}})
+	mustApply(t, f.s, store.Batch{Appends: []blackboard.Record{
+		chained("", "u", blackboard.Percepts, "tick", 8, nil), chained("", "u", blackboard.Percepts, "tick", 9, nil),
+	}})
+	for _, tr := range []string{"t", "u"} {
+		h, err := store.VerifyTrace(t.Context(), f.s, "", tr)
+		if err != nil {
+			t.Fatalf("the fixture's trace %s before the attack: %v", tr, err)
+		}
+		if tr == "t" {
+			f.head = h
+		}
+	}
+	if f.head.Len != 9 {
+		t.Fatalf("the fixture's trace t holds %d events, want 9", f.head.Len)
+	}
+	f.db = rawDB(t, f.path)
+	return f
+}
+
+// verify walks trace tr of the default namespace.
+func (f *attackFixture) verify(t *testing.T, tr string, expect ...chain.Head) (chain.Head, error) {
+	t.Helper()
+	return store.VerifyTrace(t.Context(), f.s, "", tr, expect...)
+}
+
+// link reads the link the file holds for a record's append.
+func (f *attackFixture) link(t *testing.T, id string) chain.Hash {
+	t.Helper()
+	var b []byte
+	if err := f.db.QueryRowContext(t.Context(), "SELECT link FROM records WHERE id = ?", id).Scan(&b); err != nil {
+		t.Fatal(err)
+	}
+	var h chain.Hash
+	copy(h[:], b)
+	return h
+}
+
+// An edited field of a committed action breaks its link.
+func TestChainAttackContent(t *testing.T) {
+	f := newAttackFixture(t)
+	mustExec(t, f.db, `UPDATE records SET payload = '{"amount":100000,"to":"acct-1"}' WHERE id = ?`, f.t[1].ID)
+	_, err := f.verify(t, "t")
+	wantBreak(t, "an edited refund amount", err, chain.FaultContent, 1)
+}
+
+// A refused record set back to ACTIVE: its status change no longer gives
+// its link (content); one that also erases the change's columns leaves a
+// hole where the change was (gap).
+func TestChainAttackReactivate(t *testing.T) {
+	f := newAttackFixture(t)
+	mustExec(t, f.db, `UPDATE records SET status = 'ACTIVE' WHERE id = ?`, f.t[4].ID)
+	_, err := f.verify(t, "t")
+	wantBreak(t, "a refusal set back to ACTIVE", err, chain.FaultContent, 5)
+
+	f = newAttackFixture(t)
+	mustExec(t, f.db, `UPDATE records SET status = 'ACTIVE', reason = born_reason, born_reason = NULL, end_seq = NULL, end_link = NULL WHERE id = ?`, f.t[4].ID)
+	_, err = f.verify(t, "t")
+	wantBreak(t, "a refusal set back to ACTIVE with its status change erased", err, chain.FaultGap, 5)
+}
+
+// A refusal deleted from the middle of the trace leaves a gap: its append
+// and its status change are missing.
+func TestChainAttackDeleteRefusal(t *testing.T) {
+	f := newAttackFixture(t)
+	mustExec(t, f.db, `DELETE FROM records WHERE id = ?`, f.t[4].ID)
+	_, err := f.verify(t, "t")
+	wantBreak(t, "a deleted refusal", err, chain.FaultGap, 4)
+}
+
+// Two approvals swapped: by payload, each row's link no longer matches
+// its content; by rowid (the records trade places in the trace's
+// order, links and all), the later one comes first and the chain has a
+// hole where it should be.
+func TestChainAttackSwapApprovals(t *testing.T) {
+	f := newAttackFixture(t)
+	mustExec(t, f.db, `UPDATE records SET payload = CASE id WHEN ?1 THEN (SELECT payload FROM records WHERE id = ?2) ELSE (SELECT payload FROM records WHERE id = ?1) END WHERE id IN (?1, ?2)`,
+		f.t[2].ID, f.t[3].ID)
+	_, err := f.verify(t, "t")
+	wantBreak(t, "two approvals' payloads swapped", err, chain.FaultContent, 2)
+
+	f = newAttackFixture(t)
+	mustExec(t, f.db, `UPDATE records SET seq = -seq WHERE id IN (?1, ?2);
+		UPDATE records SET seq = CASE id WHEN ?1 THEN (SELECT -seq FROM records WHERE id = ?2) ELSE (SELECT -seq FROM records WHERE id = ?1) END WHERE id IN (?1, ?2)`,
+		f.t[2].ID, f.t[3].ID)
+	if got := trace(t, f.s, "t"); got[2].ID != f.t[3].ID {
+		t.Fatalf("the swap did not reorder the trace: %s is third", got[2].ID)
+	}
+	_, err = f.verify(t, "t")
+	wantBreak(t, "two approvals swapped in the trace's order", err, chain.FaultGap, 2)
+}
+
+// A status change moved before the record it changes was appended (a
+// backdated refusal) sits at a position the chain has passed.
+func TestChainAttackBackdate(t *testing.T) {
+	f := newAttackFixture(t)
+	mustExec(t, f.db, `UPDATE records SET end_seq = 3 WHERE id = ?`, f.t[4].ID)
+	_, err := f.verify(t, "t")
+	wantBreak(t, "a backdated status change", err, chain.FaultOrder, 4)
+}
+
+// A record moved to another trace is named there as another trace's
+// record, and leaves a gap where it was.
+func TestChainAttackMove(t *testing.T) {
+	f := newAttackFixture(t)
+	moved := f.t[6] // position 7 of t; u holds 7 events before it in append order, and 2 after
+	mustExec(t, f.db, `UPDATE records SET trace_id = 'u' WHERE id = ?`, moved.ID)
+	_, err := f.verify(t, "u")
+	wantBreak(t, "a record moved into trace u", err, chain.FaultMoved, 7)
+	_, err = f.verify(t, "t")
+	wantBreak(t, "the trace a record was moved from", err, chain.FaultGap, 7)
+}
+
+// A cut tail falls short of the head the traces row records.
+func TestChainAttackTruncate(t *testing.T) {
+	f := newAttackFixture(t)
+	mustExec(t, f.db, `DELETE FROM records WHERE id IN (?, ?)`, f.t[6].ID, f.t[7].ID)
+	_, err := f.verify(t, "t")
+	wantBreak(t, "a cut tail", err, chain.FaultTruncated, 7)
+}
+
+// A cut tail whose head is rewritten to match is, to the store alone, a
+// shorter trace: it verifies. This is the documented limit of a chain
+// without a checkpoint; the head a checkpoint recorded before the cut
+// catches it.
+func TestChainAttackTruncateRewriteHead(t *testing.T) {
+	f := newAttackFixture(t)
+	mustExec(t, f.db, `DELETE FROM records WHERE id IN (?, ?)`, f.t[6].ID, f.t[7].ID)
+	mustExec(t, f.db, `UPDATE traces SET events = 7, n = n - 2, head = (SELECT link FROM records WHERE id = ?) WHERE trace_id = 't'`, f.t[5].ID)
+	h, err := f.verify(t, "t")
+	if err != nil || h.Len != 7 {
+		t.Fatalf("a cut tail with its head rewritten: VerifyTrace = %+v, %v; want a clean chain of 7 events (a chain alone cannot tell)", h, err)
+	}
+	_, err = f.verify(t, "t", f.head)
+	wantBreak(t, "a cut tail against a checkpoint's head", err, chain.FaultTruncated, 7)
+}
+
+// A tail replaced by events chained anew, with the head left alone, does
+// not end on the head the store recorded.
+func TestChainAttackRechainTail(t *testing.T) {
+	f := newAttackFixture(t)
+	forged := f.t[7]
+	forged.Namespace = blackboard.DefaultNamespace
+	forged.Payload = blackboard.Payload{"text": "I withdraw my complaint"}
+	link := chain.Next(f.link(t, f.t[6].ID), 8, mustDigest(t, &forged))
+	mustExec(t, f.db, `UPDATE records SET payload = '{"text":"I withdraw my complaint"}', link = ? WHERE id = ?`, link[:], forged.ID)
+	_, err := f.verify(t, "t")
+	wantBreak(t, "a re-chained tail", err, chain.FaultHead, 8)
+}
+
+// Chain and Head of a closed store fail with ErrClosed, of a done context
+// with the context's error, as every method does.
+func TestChainClosed(t *testing.T) {
+	s := mustOpen(t, filepath.Join(t.TempDir(), "bk.db"))
+	mustApply(t, s, store.Batch{Appends: []blackboard.Record{record("t", 1)}})
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := s.Head(ctx, "", "t"); !errors.Is(err, context.Canceled) {
+		t.Errorf("Head with a done context: %v, want context.Canceled", err)
+	}
+	for _, err := range s.Chain(ctx, "", "t") {
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Chain with a done context: %v, want context.Canceled", err)
+		}
+	}
+	// Chain holds nothing while it yields: the loop body may close the store.
+	n := 0
+	for _, err := range s.Chain(t.Context(), "", "t") {
+		if n++; n == 1 {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := s.Head(t.Context(), "", "t"); !errors.Is(err, blackboard.ErrClosed) {
+		t.Errorf("Head of a closed store: %v, want ErrClosed", err)
+	}
+	got := 0
+	for _, err := range s.Chain(t.Context(), "", "t") {
+		if got++; !errors.Is(err, blackboard.ErrClosed) {
+			t.Errorf("Chain of a closed store: %v, want ErrClosed", err)
+		}
+	}
+	if got != 1 {
+		t.Errorf("Chain of a closed store yielded %d times, want one error", got)
+	}
 }
