@@ -20,8 +20,9 @@ import (
 // appends, so a batch cannot invalidate a record it appends (that is
 // [blackboard.ErrNotFound], as in [memstore.Store]). The batch's claims are
 // inserted in the same transaction, so a claim lands exactly when the rest
-// of its batch does; so do the counters of every trace the batch touches
-// and the batch's State (see [Store.ReadState]).
+// of its batch does; so do the counters of every trace the batch touches,
+// the batch's State (see [Store.ReadState]) and the links of its events
+// in each trace's hash chain (see [store.Chainer]).
 //
 // A single record is a one-record batch, a status change a batch with one
 // [store.Invalidation]. Apply returns an error wrapping
@@ -31,7 +32,8 @@ import (
 // reference that is not valid UTF-8, or a TTL beyond [store.MaxTTL];
 // [blackboard.ErrInvalidPayload] for a payload string that is not);
 // [blackboard.ErrInvalidInput] for an unknown role or a NaN confidence;
-// [blackboard.ErrInvalidPayload] for a payload value JSON cannot encode;
+// [blackboard.ErrInvalidPayload] for a payload value JSON cannot encode
+// or that has no canonical form (package canon) to digest;
 // [store.ErrNotActive] for a status change of a record that is not
 // ACTIVE, [blackboard.ErrNotFound] for one of an unknown id and
 // [blackboard.ErrInvalidInput] for one to a bad status or without a
