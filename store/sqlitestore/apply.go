@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -61,7 +62,7 @@ func (s *Store) Apply(ctx context.Context, b store.Batch) error {
 			return err
 		}
 		// Digested before the transaction: it needs nothing stored.
-		if w.digests[i], err = chain.AppendDigest(&b.Appends[i]); err != nil {
+		if w.digests[i], err = digest(&b.Appends[i], w.rows[i][colPayload]); err != nil {
 			return fmt.Errorf("sqlitestore: %w: %w", blackboard.ErrInvalidPayload, err)
 		}
 		w.traceOf[i] = w.touch(w.rows[i][colTrace].(string), w.rows[i][colNamespace].(string), 1)
@@ -129,6 +130,59 @@ func (w *writes) share(ns string) {
 		}
 	}
 	w.shared = append(w.shared, ns)
+}
+
+// digest returns the content digest of r as the store keeps it, which
+// is how [Store.Chain] reads it back: a payload of the types JSON decodes
+// to (and Go integers, which canon and JSON both take as the nearest
+// double) is digested as it is; any other (a float32, a []byte, a
+// struct, a value with a JSON method of its own), whose JSON reads back
+// as another value, is digested as its JSON text, stored, decodes.
+func digest(r *blackboard.Record, stored any) (chain.Hash, error) {
+	if plain(map[string]any(r.Payload), 0) {
+		return chain.AppendDigest(r)
+	}
+	c := *r
+	c.Payload = nil
+	if text, ok := stored.(string); ok {
+		if err := json.Unmarshal([]byte(text), &c.Payload); err != nil {
+			return chain.Hash{}, err
+		}
+	}
+	return chain.AppendDigest(&c)
+}
+
+// plain reports whether v is made of the values JSON decodes to, and Go
+// integers, no deeper than a bound.
+func plain(v any, depth int) bool {
+	if depth > 64 {
+		return false
+	}
+	switch x := v.(type) {
+	case nil, bool, string, float64, int, int64, int32, uint, uint64, uint32:
+		return true
+	case map[string]any:
+		if x == nil && depth > 0 {
+			return false // JSON null; canon writes a nil map as {} (a nil payload is {} to both)
+		}
+		for _, e := range x {
+			if !plain(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		if x == nil {
+			return false // JSON null, canon []
+		}
+		for _, e := range x {
+			if !plain(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // touched is a trace a batch appends to or changes a status in, and its

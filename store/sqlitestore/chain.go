@@ -66,7 +66,7 @@ func (s *Store) Chain(ctx context.Context, namespace, traceID string) iter.Seq2[
 			yield(chain.Event{}, err)
 			return
 		}
-		c := chainCursor{s: s, ns: ns, trace: traceID, limit: int64(h.Len), endPos: -1 << 63}
+		c := chainCursor{s: s, ns: ns, trace: traceID, limit: int64(h.Len), lastPos: -1, endPos: -1 << 63}
 		for {
 			if len(c.apps) == 0 && !c.appsDone {
 				if err := c.readAppends(ctx); err != nil {

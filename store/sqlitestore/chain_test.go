@@ -404,3 +404,98 @@ func TestChainClosed(t *testing.T) {
 		t.Errorf("Chain of a closed store yielded %d times, want one error", got)
 	}
 }
+
+// wrapped is a payload value with a JSON form of its own.
+type wrapped struct{ V int }
+
+func (w wrapped) MarshalJSON() ([]byte, error) {
+	return []byte(fmt.Sprintf(`{"wrapped":%d}`, w.V)), nil
+}
+
+// A payload whose Go values read back as other values (a float32, bytes,
+// a struct, a nil list or map, a value with a JSON method) is chained as
+// the store keeps it: its trace verifies.
+func TestChainPayloadAsStored(t *testing.T) {
+	s := mustOpen(t, filepath.Join(t.TempDir(), "bk.db"))
+	type point struct {
+		X, Y float32
+		Tag  string `json:"tag"`
+	}
+	var nilMap map[string]any
+	var nilList []any
+	for i, p := range []blackboard.Payload{
+		{"f": float32(0.1)},
+		{"b": []byte("bytes")},
+		{"s": point{0.5, 0.25, "p"}},
+		{"m": nilMap, "l": nilList, "n": []string(nil)},
+		{"w": wrapped{7}, "ws": []any{wrapped{8}}},
+		{"nested": map[string]any{"f": float32(1.1), "i": []int{1, 2}, "big": uint64(1<<63 + 1)}},
+		{"big": int64(1)<<62 + 1, "neg": -0.0},
+		{},
+		nil,
+	} {
+		mustApply(t, s, store.Batch{Appends: []blackboard.Record{chained("", "p", blackboard.Percepts, "k", i+1, p)}})
+	}
+	if h, err := store.VerifyTrace(t.Context(), s, "", "p"); err != nil || h.Len != 9 {
+		t.Errorf("VerifyTrace of payloads that read back changed: %+v, %v", h, err)
+	}
+}
+
+// A trace of several pages of appends and of status changes, which
+// interleave: Chain merges them in order, and the trace verifies.
+func TestChainPages(t *testing.T) {
+	ctx := t.Context()
+	s := mustOpen(t, filepath.Join(t.TempDir(), "bk.db"))
+	var prev []blackboard.Record
+	events := 0
+	for batch := range 12 {
+		var b store.Batch
+		for _, r := range prev[:len(prev)/2] {
+			b.Invalidations = append(b.Invalidations, store.Invalidation{ID: r.ID, Status: blackboard.StatusInvalidated, Reason: reason.SupersededByCommit})
+		}
+		prev = prev[:0]
+		for j := range 50 {
+			r := chained("", "long", blackboard.Beliefs, "k", 1+batch*50+j, blackboard.Payload{"j": j})
+			b.Appends = append(b.Appends, r)
+			prev = append(prev, r)
+		}
+		mustApply(t, s, b)
+		events += len(b.Appends) + len(b.Invalidations)
+	}
+	h, err := store.VerifyTrace(ctx, s, "", "long")
+	if err != nil || h.Len != uint64(events) {
+		t.Fatalf("VerifyTrace of a trace of %d events: %+v, %v", events, h, err)
+	}
+	var seq uint64
+	for e, err := range s.Chain(ctx, "", "long") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Seq != seq {
+			t.Fatalf("Chain yields event %d where %d is due", e.Seq, seq)
+		}
+		seq++
+	}
+}
+
+// A record inserted by hand, without a link, is one the chain never
+// appended.
+func TestChainAttackForge(t *testing.T) {
+	f := newAttackFixture(t)
+	mustExec(t, f.db, `INSERT INTO records (id, trace_id, slot, mode, kind, payload, role, writer, ts_ms, ttl_ms, status, reason, scope)
+		VALUES ('evidence:t:9', 't', 'evidence', 'commit', 'approval', '{"approver":"mallory"}', 'approver', 'x', 1, 0, 'ACTIVE', 'COMMITTED', 'episode')`)
+	_, err := f.verify(t, "t")
+	wantBreak(t, "a forged approval", err, chain.FaultUnchained, 9)
+	// Inserted in the middle of the trace's order, it is where an event
+	// is due, with no link.
+	f = newAttackFixture(t)
+	mustExec(t, f.db, `UPDATE records SET seq = seq + 1000 WHERE trace_id = 't' AND id IN (?, ?)`, f.t[6].ID, f.t[7].ID)
+	mustExec(t, f.db, `INSERT INTO records (seq, id, trace_id, slot, mode, kind, payload, role, writer, ts_ms, ttl_ms, status, reason, scope)
+		VALUES ((SELECT seq + 1 FROM records WHERE id = ?), 'evidence:t:9', 't', 'evidence', 'commit', 'approval', '{"approver":"mallory"}', 'approver', 'x', 1, 0, 'ACTIVE', 'COMMITTED', 'episode')`,
+		f.t[5].ID)
+	if got := trace(t, f.s, "t"); got[6].ID != "evidence:t:9" {
+		t.Fatalf("the forged record is not the trace's seventh: %s is", got[6].ID)
+	}
+	_, err = f.verify(t, "t")
+	wantBreak(t, "a forged approval in the middle", err, chain.FaultContent, 7)
+}

@@ -62,6 +62,7 @@ func encode(r *blackboard.Record) ([]any, error) {
 // The indexes in encode's values of the columns Apply reads or sets.
 const (
 	colTrace     = 1
+	colPayload   = 5
 	colNamespace = 16
 	colLink      = 18
 	colLinkSeq   = 19
