@@ -156,6 +156,15 @@ func TestChainClean(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("Chain(a) = %q, want %q", got, want)
 	}
+	// A read-only store walks the same chains.
+	ro, err := sqlitestore.OpenReadOnly(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if h, err := store.VerifyTrace(ctx, ro, "acme", "a"); err != nil || h.Len != 3 {
+		t.Errorf("VerifyTrace through a read-only store: %+v, %v", h, err)
+	}
 	// Sanity: the current records keep their status.
 	if r, err := s2.Get(ctx, a1.ID); err != nil || r.Status != blackboard.StatusExpired || r.Reason != "TTL_EXPIRED" {
 		t.Errorf("Get(%s) after its status change = %+v, %v", a1.ID, r, err)
