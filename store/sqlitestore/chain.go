@@ -55,9 +55,12 @@ func (s *Store) readHead(ctx context.Context, ns, traceID string) (chain.Head, e
 // It streams the chain as it stood when it began: the events at
 // positions below the length the trace's row then recorded; later events
 // are left to a later call, so that a walk beside a live writer sees
-// every event before the ones it yields. (A row placed by a hand that did
-// not chain it, with no position, is yielded after the append before it,
-// at the next position, with a zero link.)
+// every event before the ones it yields. A row that claims a position
+// past that length (one written without moving the head) is not yielded
+// either: [store.VerifyTrace] finds its record through the listing. (A
+// row placed by a hand that did not chain it, with no position, is
+// yielded after the append before it, at the next position, with a zero
+// link.)
 func (s *Store) Chain(ctx context.Context, namespace, traceID string) iter.Seq2[chain.Event, error] {
 	ns := cmp.Or(namespace, blackboard.DefaultNamespace)
 	return func(yield func(chain.Event, error) bool) {
