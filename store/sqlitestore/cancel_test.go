@@ -11,6 +11,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
@@ -69,6 +70,18 @@ func TestAttackCancelledCallIsTyped(t *testing.T) {
 			r.ID = fmt.Sprintf("percepts:tr:%d", 1000+i)
 			return s.Apply(ctx, store.Batch{Appends: []blackboard.Record{r}})
 		},
+		// A commit's shape: a status change and an append, each extending
+		// the trace's chain. Its record to change is appended first,
+		// without the context.
+		"Apply a status change": func(ctx context.Context, i int) error {
+			prev, r := rec.Clone(), rec.Clone()
+			prev.ID, r.ID = fmt.Sprintf("percepts:tr:%d", 100000+i), fmt.Sprintf("percepts:tr:%d", 200000+i)
+			if err := s.Apply(context.Background(), store.Batch{Appends: []blackboard.Record{prev}}); err != nil {
+				return fmt.Errorf("the record to change: %w", err)
+			}
+			return s.Apply(ctx, store.Batch{Appends: []blackboard.Record{r},
+				Invalidations: []store.Invalidation{{ID: prev.ID, Status: blackboard.StatusInvalidated, Reason: reason.SupersededByCommit}}})
+		},
 		"Get": func(ctx context.Context, _ int) error { _, err := s.Get(ctx, rec.ID); return err },
 		"FindActive": func(ctx context.Context, _ int) error {
 			_, err := s.FindActive(ctx, "", "tr", blackboard.Percepts, "charge")
@@ -85,6 +98,15 @@ func TestAttackCancelledCallIsTyped(t *testing.T) {
 		},
 		"ListSlot": func(ctx context.Context, _ int) error {
 			for _, err := range s.ListSlot(ctx, blackboard.Percepts, store.Filter{}) {
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		"Head": func(ctx context.Context, _ int) error { _, err := s.Head(ctx, "", "tr"); return err },
+		"Chain": func(ctx context.Context, _ int) error {
+			for _, err := range s.Chain(ctx, "", "tr") {
 				if err != nil {
 					return err
 				}

@@ -15,8 +15,9 @@ import (
 const columns = "id, trace_id, slot, mode, kind, payload, role, writer, ts_ms, " +
 	"input_refs, confidence, ttl_ms, evidence_refs, status, reason, scope, namespace, span"
 
-// encode returns the values of r's columns ([store.Batch.Check] passed
-// r). Enumerations
+// encode returns the values of r's columns and, last, two for its link
+// and position, which Apply fills ([store.Batch.Check] passed r).
+// Enumerations
 // are stored by their stable names, the payload and the reference lists as
 // JSON; a nil reference list is NULL, a nil payload is JSON null. An empty
 // namespace is stored as [blackboard.DefaultNamespace], as the store contract
@@ -54,8 +55,18 @@ func encode(r *blackboard.Record) ([]any, error) {
 		role, r.Provenance.Writer, r.Provenance.TimestampMS,
 		inputs, confidence, r.Provenance.TTLMS, evidence,
 		string(r.Status), string(r.Reason), string(r.Scope), namespace, r.Provenance.Span,
+		nil, nil, // link and link_seq: set in the transaction, from the trace's head
 	}, nil
 }
+
+// The indexes in encode's values of the columns Apply reads or sets.
+const (
+	colTrace     = 1
+	colPayload   = 5
+	colNamespace = 16
+	colLink      = 18
+	colLinkSeq   = 19
+)
 
 // encodeJSON returns v as JSON text, or nil (SQL NULL) for a nil reference
 // list; a nil payload becomes the text null, which decodes back to nil.
@@ -74,6 +85,15 @@ func encodeJSON(id, what string, v any) (any, error) {
 
 // scanner is a *sql.Row or *sql.Rows.
 type scanner interface{ Scan(dest ...any) error }
+
+// scanMore is a scanner that reads the columns after a record's into
+// more: scan reads a record from a query that selects more than one.
+type scanMore struct {
+	sc   scanner
+	more []any
+}
+
+func (m scanMore) Scan(dest ...any) error { return m.sc.Scan(append(dest, m.more...)...) }
 
 // scan reads seq and the record columns.
 func scan(sc scanner) (seq int64, r blackboard.Record, err error) {

@@ -54,6 +54,32 @@
 // a row is at 0. [Store.ReadState] reads it in the same query as the
 // trace's row, for an unknown trace too.
 //
+// # Hash chains
+//
+// [Store] is a [store.Chainer]: every trace's history is a hash chain
+// (package chain), extended in the transaction of every batch that
+// touches the trace. A record changes status at most once, so its row
+// holds both of its events: the link and position of the event that
+// appended it, and, once its status changed, the position and link of
+// that change and the reason it was appended with (the row's reason is
+// the new one). The trace's row holds the chain's length and last link
+// beside its counters. A batch reads each trace's head once (with its
+// first status change in the trace, or with the counters' bump of a
+// trace it only appends to), links its status changes, then its appends,
+// in the batch's order, and writes the head back with the counters: one
+// more statement per status change (its link) and, for a trace the batch
+// only appends to, one per trace (its head). Content digests are
+// computed before the transaction; only the links, which need the head,
+// are computed while it holds the write lock.
+//
+// [Store.Head] reads a trace's row; [Store.Chain] merges the trace's
+// appends, read through the trace index in append order, with its status
+// changes, read through an index of the records whose status changed, a
+// page of each at a time, so a walk costs the trace's length whatever
+// the store holds. [store.VerifyTrace] checks a trace with them. What a
+// chain proves, and the limit a checkpoint lifts (a cut tail whose head
+// was rewritten to match), are package chain's.
+//
 // # Once-keys
 //
 // Claimed keys live in a table of their own whose primary key is the
@@ -76,8 +102,14 @@
 // namespaces table; every namespace of an earlier version starts at 0.
 // Version 7 keys the traces table by namespace and trace id, so one trace
 // id in two namespaces is two traces; every trace of an earlier version
-// (which held one namespace's records) keeps its row. A database of any
-// earlier version is migrated when a writer opens it (to version 7, the
+// (which held one namespace's records) keeps its row. Version 8 adds the
+// hash chains: the migration chains, in its transaction, the records each
+// trace holds, in append order, each as an append with the status and
+// reason it has then (their earlier history was not kept, so it cannot be
+// proven), and records in the trace's row how many events that was
+// ([chain.Head.Migrated]); a record it cannot read fails the migration,
+// which then leaves the file as it was. A database of any
+// earlier version is migrated when a writer opens it (to version 8, the
 // one this package writes); from then on an earlier
 // version of the package refuses it with its ErrSchemaTooNew.
 //

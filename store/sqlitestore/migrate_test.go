@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/chain"
 	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
@@ -65,6 +66,21 @@ func writeV1(t *testing.T, path string) {
 		t.Fatalf("writing version-1 records: %v", err)
 	}
 }
+
+// downToV7 takes a current database back to version 7, for tests that
+// write an earlier version as a current file without what came later: it
+// drops what version 8 added (the chain).
+const downToV7 = `DROP INDEX records_ended;
+	ALTER TABLE records DROP COLUMN link;
+	ALTER TABLE records DROP COLUMN link_seq;
+	ALTER TABLE records DROP COLUMN born_reason;
+	ALTER TABLE records DROP COLUMN end_seq;
+	ALTER TABLE records DROP COLUMN end_link;
+	ALTER TABLE traces DROP COLUMN events;
+	ALTER TABLE traces DROP COLUMN head;
+	ALTER TABLE traces DROP COLUMN migrated;
+	PRAGMA user_version = 7;
+`
 
 // userVersion reads the schema version of the database at path.
 func userVersion(t *testing.T, path string) int {
@@ -259,7 +275,7 @@ func TestStoreMigrateSharedV5(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.ExecContext(ctx, "DROP TABLE namespaces; PRAGMA user_version = 5;"); err != nil {
+	if _, err := db.ExecContext(ctx, downToV7+"DROP TABLE namespaces; PRAGMA user_version = 5;"); err != nil {
 		t.Fatalf("writing a version-5 database: %v", err)
 	}
 	db.Close()
@@ -319,7 +335,7 @@ func TestStoreMigrateTracesV6(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.ExecContext(ctx, `CREATE TABLE traces_v6 (
+	if _, err := db.ExecContext(ctx, downToV7+`CREATE TABLE traces_v6 (
 		trace_id      TEXT    NOT NULL PRIMARY KEY,
 		namespace     TEXT    NOT NULL,
 		n             INTEGER NOT NULL,
@@ -363,5 +379,102 @@ func TestStoreMigrateTracesV6(t *testing.T) {
 	}
 	if n, err := countTrace(ctx, s, "acme", "old"); err != nil || n != 1 {
 		t.Errorf("ReadState(acme, old).Len = %d, %v; want 1", n, err)
+	}
+}
+
+// A file of an earlier version is chained when a writer opens it: each
+// trace's records, in append order, as append events with the status
+// they have then, and Head says how many events the migration chained.
+// Every trace verifies, and the batches that follow extend the chains.
+func TestStoreMigrateChains(t *testing.T) {
+	ctx := t.Context()
+
+	// A version-1 file: trace old, two records.
+	v1 := filepath.Join(t.TempDir(), "v1.db")
+	writeV1(t, v1)
+	s := mustOpen(t, v1)
+	if h, err := store.VerifyTrace(ctx, s, "", "old"); err != nil || h.Len != 2 || h.Migrated != 2 {
+		t.Errorf("VerifyTrace of a version-1 trace after migration = %+v, %v; want 2 events, 2 migrated", h, err)
+	}
+
+	// A version-7 file, written as a current one without version 8:
+	// traces in two namespaces, records whose status changed, a trace of
+	// more than a page.
+	path := filepath.Join(t.TempDir(), "v7.db")
+	s = mustOpen(t, path)
+	var b store.Batch
+	for n := 1; n <= 300; n++ {
+		b.Appends = append(b.Appends, record("long", n))
+	}
+	a1, a2 := record("a", 1), record("a", 2)
+	x1 := record("a", 1)
+	x1.ID, x1.Namespace = store.RecordID(blackboard.Percepts, "acme", "a", 1), "acme"
+	b.Appends = append(b.Appends, a1, x1, a2)
+	mustApply(t, s, b)
+	mustApply(t, s, store.Batch{Invalidations: []store.Invalidation{
+		{ID: a1.ID, Status: blackboard.StatusInvalidated, Reason: reason.SupersededByCommit},
+		{ID: record("long", 7).ID, Status: blackboard.StatusExpired, Reason: "TTL"},
+	}})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, downToV7); err != nil {
+		t.Fatalf("writing a version-7 database: %v", err)
+	}
+	db.Close()
+
+	s = mustOpen(t, path)
+	if v := userVersion(t, path); v != schemaVersion {
+		t.Errorf("user_version after migrating a version-7 database: %d, want %d", v, schemaVersion)
+	}
+	for _, c := range []struct {
+		ns, trace string
+		len       uint64
+	}{{"", "long", 300}, {"", "a", 2}, {"acme", "a", 1}} {
+		h, err := store.VerifyTrace(ctx, s, c.ns, c.trace)
+		if err != nil || h.Len != c.len || h.Migrated != c.len {
+			t.Errorf("VerifyTrace(%q, %q) after migration = %+v, %v; want %d events, all migrated", c.ns, c.trace, h, err, c.len)
+		}
+	}
+	// The migrated records are appends with the status they had.
+	for e, err := range s.Chain(ctx, "", "a") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Op != chain.OpAppend || e.Record.ID == a1.ID && e.Record.Status != blackboard.StatusInvalidated {
+			t.Errorf("a migrated event: %d %s %s %s, want appends with their status", e.Seq, e.Op, e.Record.ID, e.Record.Status)
+		}
+	}
+
+	// Batches after the migration extend the chains: a status change of a
+	// migrated record, an append.
+	mustApply(t, s, store.Batch{
+		Invalidations: []store.Invalidation{{ID: a2.ID, Status: blackboard.StatusInvalidated, Reason: reason.SupersededByCommit}},
+		Appends:       []blackboard.Record{record("a", 3)},
+	})
+	if h, err := store.VerifyTrace(ctx, s, "", "a"); err != nil || h.Len != 4 || h.Migrated != 2 {
+		t.Errorf("VerifyTrace of a migrated trace after a batch = %+v, %v; want 4 events, 2 migrated", h, err)
+	}
+	// A status change of a record the migration chained as changed is
+	// refused, as before.
+	if err := s.Apply(ctx, store.Batch{Invalidations: []store.Invalidation{{ID: a1.ID, Status: blackboard.StatusExpired, Reason: "TTL"}}}); !errors.Is(err, store.ErrNotActive) {
+		t.Errorf("a status change of a migrated INVALIDATED record: %v, want ErrNotActive", err)
+	}
+	// And an edit of a migrated record is caught.
+	db, err = sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, `UPDATE records SET payload = '{"n":99}' WHERE id = ?`, record("long", 100).ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = store.VerifyTrace(ctx, s, "", "long")
+	if brk := (*chain.Break)(nil); !errors.As(err, &brk) || brk.Fault != chain.FaultContent || brk.Seq != 99 {
+		t.Errorf("an edited migrated record: VerifyTrace = %v, want a content break at event 99", err)
 	}
 }

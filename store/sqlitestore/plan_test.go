@@ -40,6 +40,14 @@ func TestStoreQueryPlans(t *testing.T) {
 	if err := s.Apply(t.Context(), b); err != nil {
 		t.Fatal(err)
 	}
+	// Some status changes, so that the index of changed records holds rows.
+	var invs store.Batch
+	for i := 0; i < 2000; i += 7 {
+		invs.Invalidations = append(invs.Invalidations, store.Invalidation{ID: b.Appends[i].ID, Status: blackboard.StatusInvalidated, Reason: "TEST"})
+	}
+	if err := s.Apply(t.Context(), invs); err != nil {
+		t.Fatal(err)
+	}
 
 	plans := []struct {
 		name  string
@@ -61,6 +69,12 @@ func TestStoreQueryPlans(t *testing.T) {
 		{"ReadState: the namespace's counter", queryReadState, []any{"fill-3", "ns-1"}, "namespaces USING PRIMARY KEY"},
 		{"Apply: the trace's count", queryCount, []any{"fill-3", "ns-1"}, "traces USING INDEX sqlite_autoindex_traces_1"},
 		{"Apply: a state", querySetState, []any{"fill-3", []byte("s"), "ns-1"}, "traces USING INDEX sqlite_autoindex_traces_1"},
+		{"Invalidate: the trace's chain", queryInvalidate, []any{"INVALIDATED", "X", "percepts:t:1", "ACTIVE"}, "t USING INDEX sqlite_autoindex_traces_1"},
+		{"Apply: a status change's link", queryEnd, []any{1, []byte("l"), 7}, "records USING INTEGER PRIMARY KEY"},
+		{"Apply: a chain's head", querySetHead, []any{"fill-3", "ns-1", 3, []byte("h")}, "traces USING INDEX sqlite_autoindex_traces_1"},
+		{"Head", queryHead, []any{"fill-3", "ns-1"}, "traces USING INDEX sqlite_autoindex_traces_1"},
+		{"Chain: appends", queryChainAppends, []any{"fill-3", "ns-1", 0, pageSize}, "records USING INDEX records_trace"},
+		{"Chain: status changes", queryChainEnds, []any{"fill-3", "ns-1", -1, 0, pageSize}, "records USING INDEX records_ended"},
 	}
 	// The plans must hold as SQLite plans them by default and after ANALYZE
 	// has given the planner statistics.

@@ -153,6 +153,40 @@ var migrations = []string{
 		SELECT namespace, trace_id, n, version, state_version, state FROM traces ORDER BY rowid;
 	DROP TABLE traces;
 	ALTER TABLE traces_ns RENAME TO traces;`,
+	// Version 8: every trace's hash chain (package chain, see
+	// store.Chainer). A record changes status at most once, so its row
+	// holds both of its events:
+	//   link, link_seq  the link and position of the event that appended it
+	//   born_reason     the reason it was appended with, once a status
+	//                   change has replaced it (NULL until then)
+	//   end_seq,        the position and link of its status change (NULL
+	//   end_link        while it is ACTIVE)
+	//   records_ended   a trace's status changes in chain order, so that
+	//                   Chain merges them with the appends (read through
+	//                   records_trace) without a sort; partial, so the
+	//                   records never changed (the bulk) are not in it
+	// and the traces row holds where the chain stands:
+	//   events, head    its length and last link (NULL for none)
+	//   migrated        how many events migrateChains chained from the
+	//                   records of an earlier version
+	// The records an earlier version holds are chained by migrateChains,
+	// Go code run in this migration's transaction (SQLite cannot hash).
+	`ALTER TABLE records ADD COLUMN link BLOB;
+	ALTER TABLE records ADD COLUMN link_seq INTEGER;
+	ALTER TABLE records ADD COLUMN born_reason TEXT;
+	ALTER TABLE records ADD COLUMN end_seq INTEGER;
+	ALTER TABLE records ADD COLUMN end_link BLOB;
+	CREATE INDEX records_ended ON records (trace_id, namespace, end_seq) WHERE end_seq IS NOT NULL;
+	ALTER TABLE traces ADD COLUMN events INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE traces ADD COLUMN head BLOB;
+	ALTER TABLE traces ADD COLUMN migrated INTEGER NOT NULL DEFAULT 0;`,
+}
+
+// migrationCode holds, by the version it completes, the Go code a
+// migration runs after its SQL, in the same transaction: what SQL cannot
+// compute. Like migrations, an entry is never edited once released.
+var migrationCode = map[int]func(ctx context.Context, conn *sql.Conn) error{
+	8: migrateChains,
 }
 
 // ErrSchemaTooNew is returned by [Open] and [New] for a database whose schema
@@ -216,6 +250,11 @@ func migrateTx(ctx context.Context, conn *sql.Conn) error {
 	for v := version; v < len(migrations); v++ {
 		if _, err := conn.ExecContext(ctx, migrations[v]); err != nil {
 			return fmt.Errorf("sqlitestore: migration to version %d: %w", v+1, err)
+		}
+		if code := migrationCode[v+1]; code != nil {
+			if err := code(ctx, conn); err != nil {
+				return fmt.Errorf("sqlitestore: migration to version %d: %w", v+1, err)
+			}
 		}
 	}
 	// PRAGMA takes no parameters; the value is a constant of this package.

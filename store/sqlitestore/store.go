@@ -39,10 +39,15 @@ type Store struct {
 	insert, invalidate, status          *sql.Stmt
 	bump, setState, count, readState    *sql.Stmt
 	claim, claimedBy, share, readShared *sql.Stmt
+	end, bumpChain, setHead, head       *sql.Stmt
+	chainAppends, chainEnds             *sql.Stmt
 	stmts                               []*sql.Stmt // all of the above, for Close
 }
 
-var _ store.StateStore = (*Store)(nil)
+var (
+	_ store.StateStore = (*Store)(nil)
+	_ store.Chainer    = (*Store)(nil)
+)
 
 // Option configures [Open] and [New].
 type Option func(*config)
@@ -178,18 +183,41 @@ const (
 	// it must match.
 	querySlotPersistent   = selectRecord + "WHERE slot = ? AND status = ? AND scope = 'persistent'" + pageTail
 	querySlotPersistentNS = selectRecord + "WHERE slot = ? AND status = ? AND namespace = ? AND scope = 'persistent'" + pageTail
-	queryInsert           = "INSERT INTO records (" + columns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-	// A status change names the trace it touched, whose row then counts it,
-	// and the record's slot and scope, which say whether its namespace's
-	// row counts it too.
-	queryInvalidate = "UPDATE records SET status = ?, reason = ? WHERE id = ? AND status = ? RETURNING trace_id, namespace, slot, scope"
-	queryStatus     = "SELECT status FROM records WHERE id = ?"
+	queryInsert           = "INSERT INTO records (" + columns + ", link, link_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	// A status change names the row it changed, the trace it touched, whose
+	// row then counts it, the record's slot and scope, which say whether
+	// its namespace's row counts it too, and where the trace's chain stood
+	// before the batch (NULLs without a row), from which the change is
+	// linked. It keeps the reason the record was appended with.
+	queryInvalidate = "UPDATE records SET status = ?, reason = ?, born_reason = reason WHERE id = ? AND status = ?" +
+		" RETURNING seq, trace_id, namespace, slot, scope," +
+		" (SELECT events FROM traces t WHERE t.trace_id = records.trace_id AND t.namespace = records.namespace)," +
+		" (SELECT head FROM traces t WHERE t.trace_id = records.trace_id AND t.namespace = records.namespace)"
+	// The position and link of a status change, on the row it changed.
+	queryEnd    = "UPDATE records SET end_seq = ?, end_link = ? WHERE seq = ?"
+	queryStatus = "SELECT status FROM records WHERE id = ?"
 	// Counts one change of a trace and adds the batch's appends to it
 	// (?3, 0 for a trace the batch only changes a status in) of trace ?1 of
 	// namespace ?2. It returns the count after the batch, which a
 	// conditional batch is checked against.
+	// It also returns where the trace's chain stands before the batch,
+	// which it does not change: the batch's links follow from it, and
+	// querySetHead records the last.
 	queryBump = "INSERT INTO traces (trace_id, namespace, n, version) VALUES (?1, ?2, ?3, 1)" +
-		" ON CONFLICT (namespace, trace_id) DO UPDATE SET n = n + excluded.n, version = version + 1 RETURNING n, version"
+		" ON CONFLICT (namespace, trace_id) DO UPDATE SET n = n + excluded.n, version = version + 1 RETURNING n, version, events, head"
+	// queryBump for a trace whose chain the batch read before (from a
+	// status change): it records the chain's new length ?4 and head ?5.
+	queryBumpChain = "INSERT INTO traces (trace_id, namespace, n, version, events, head) VALUES (?1, ?2, ?3, 1, ?4, ?5)" +
+		" ON CONFLICT (namespace, trace_id) DO UPDATE SET n = n + excluded.n, version = version + 1, events = excluded.events, head = excluded.head RETURNING n, version"
+	querySetHead = "UPDATE traces SET events = ?3, head = ?4 WHERE trace_id = ?1 AND namespace = ?2"
+	queryHead    = "SELECT events, head, migrated FROM traces WHERE trace_id = ? AND namespace = ?"
+	// A trace's appends in append order, with their links and what a
+	// status change left of the reason they were appended with, and its
+	// status changes in chain order (paged by position, then seq, so that
+	// two rows claiming one position are both read).
+	queryChainAppends = "SELECT seq, " + columns + ", link, link_seq, end_seq, born_reason FROM records INDEXED BY records_trace WHERE trace_id = ? AND namespace = ?" + pageTail
+	queryChainEnds    = "SELECT seq, id, status, reason, end_seq, end_link FROM records INDEXED BY records_ended" +
+		" WHERE trace_id = ?1 AND namespace = ?2 AND end_seq IS NOT NULL AND end_seq >= ?3 AND (end_seq > ?3 OR seq > ?4) ORDER BY end_seq, seq LIMIT ?5"
 	// The state is stored with the version the batch left.
 	querySetState = "UPDATE traces SET state = ?2, state_version = version WHERE trace_id = ?1 AND namespace = ?3"
 	queryCount    = "SELECT n, version FROM traces WHERE trace_id = ? AND namespace = ?"
@@ -237,6 +265,12 @@ func prepare(ctx context.Context, db *sql.DB) (*Store, error) {
 		{&s.claimedBy, queryClaimedBy},
 		{&s.share, queryShare},
 		{&s.readShared, queryReadShared},
+		{&s.end, queryEnd},
+		{&s.bumpChain, queryBumpChain},
+		{&s.setHead, querySetHead},
+		{&s.head, queryHead},
+		{&s.chainAppends, queryChainAppends},
+		{&s.chainEnds, queryChainEnds},
 	} {
 		stmt, err := db.PrepareContext(ctx, st.query)
 		if err != nil {

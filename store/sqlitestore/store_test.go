@@ -302,7 +302,7 @@ func TestStoreKernelRestart(t *testing.T) {
 
 // schemaVersion is the number of migrations the package holds: the
 // user_version of a database it has opened.
-const schemaVersion = 7
+const schemaVersion = 8
 
 func TestStoreSchemaVersion(t *testing.T) {
 	ctx := t.Context()
