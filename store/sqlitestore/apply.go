@@ -99,7 +99,11 @@ func (s *Store) Apply(ctx context.Context, b store.Batch) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	return ctxErr(ctx, s.applyTx(ctx, &w, b))
+	if err := ctxErr(ctx, s.applyTx(ctx, &w, b)); err != nil {
+		return err
+	}
+	copy(b.Links, w.links) // only once the batch has committed
+	return nil
 }
 
 // writes is a checked batch: its encoded rows, their content digests and
@@ -112,7 +116,8 @@ type writes struct {
 	traceOf []int
 	touched []touched
 	shared  []string
-	state   []byte // nil: no state to store
+	state   []byte       // nil: no state to store
+	links   []chain.Hash // the appends' links, once computed
 }
 
 // The slot and scope of a persistent constraint, as stored.
@@ -232,6 +237,7 @@ func (t *touched) link(d chain.Hash) (int64, []byte) {
 }
 
 func (s *Store) applyTx(ctx context.Context, w *writes, b store.Batch) (err error) {
+	w.links = w.links[:0]
 	invs := b.Invalidations
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -295,6 +301,9 @@ func (s *Store) applyTx(ctx context.Context, w *writes, b store.Batch) (err erro
 		insert := tx.StmtContext(ctx, s.insert)
 		for i, args := range w.rows {
 			args[colLinkSeq], args[colLink] = w.touched[w.traceOf[i]].link(w.digests[i])
+			if len(b.Links) >= len(w.rows) {
+				w.links = append(w.links, chain.Hash(args[colLink].([]byte)))
+			}
 			if _, err := insert.ExecContext(ctx, args...); err != nil {
 				var se *sqlite.Error
 				if errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE {
