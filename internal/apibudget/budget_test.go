@@ -19,14 +19,18 @@ const root = "../.."
 
 // The budget: growth past these is a decision made in review, by changing
 // the constant in the same change that adds the names. Each ceiling is
-// what the library exports now, within its target: 1,200 names in the
-// library, 120 in toolgate, 25 methods on *Gate and 200 in kernel +
-// blackboard.
+// what the library exports now. Issue 37 brought them within 1,200 names
+// in the library, 120 in toolgate, 25 methods on *Gate and 200 in kernel
+// + blackboard; issue 38 (a history anyone can check) added, on purpose,
+// package chain (the hash chain, checkpoints, evidence bundles and their
+// verifier: 79 names), store.Chainer and VerifyTrace, the stores' Chain
+// and Head, canon.Append, the kernel's Signer, CheckpointEvery,
+// OnCheckpoint and Checkpoint, and toolgate.Result.Receipt.
 const (
-	maxLibrary      = 1196 // exported names of the library, test-support packages excluded
-	maxToolgate     = 120  // package toolgate
+	maxLibrary      = 1292 // exported names of the library, test-support packages excluded
+	maxToolgate     = 121  // package toolgate
 	maxGateMethods  = 25   // methods on *toolgate.Gate, exported or not
-	maxKernelVocab  = 200  // kernel + blackboard: what an integrator imports
+	maxKernelVocab  = 204  // kernel + blackboard: what an integrator imports
 	maxFileLines    = 700  // any non-test Go file in the repository
 	namesFile       = "names.txt"
 	namesFileHeader = "# The library's exported names, one per line (package, name). Regenerate with\n# go test ./internal/apibudget -run TestNames -update; review the diff.\n"
