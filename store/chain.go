@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"iter"
 
 	"github.com/blackboardkernel/bk/chain"
@@ -36,13 +37,17 @@ type Chainer interface {
 }
 
 // VerifyTrace walks trace traceID of namespace's chain in st and checks
-// it against the head st recorded and against the records st lists: every
-// record listed must have been appended by the chain, with the status
-// its chain gave it last. It returns the chain's head, and a
+// it against the head st recorded, the extra heads given as expect (a
+// checkpoint's), and the records st holds for the trace: records is how
+// many it lists ([TraceSummary.Records], from [ListTraces], which counts
+// them apart from the chain), and every one of them must have been
+// appended by the chain. With records < 0 VerifyTrace lists the trace
+// itself and also checks each listed record's status against the status
+// its chain gave it last: a second pass over the trace, which a caller
+// that verifies a whole store skips. It returns the chain's head, and a
 // [*chain.Break] (wrapping [chain.ErrBroken]) for the first break; any
-// other error is the store's or the context's. Extra heads to meet (a
-// checkpoint's) are given as expect.
-func VerifyTrace(ctx context.Context, st Chainer, namespace, traceID string, expect ...chain.Head) (chain.Head, error) {
+// other error is the store's or the context's.
+func VerifyTrace(ctx context.Context, st Chainer, namespace, traceID string, records int, expect ...chain.Head) (chain.Head, error) {
 	w := chain.NewWalker(namespace, traceID)
 	w.Origin = func(id string) (string, string, bool) {
 		ns, tr, _, ok := SplitRecordID(id)
@@ -56,6 +61,7 @@ func VerifyTrace(ctx context.Context, st Chainer, namespace, traceID string, exp
 	for _, h := range expect {
 		w.Expect(h.Len, h.Link, "a checkpoint")
 	}
+	appended := 0
 	for e, err := range st.Chain(ctx, namespace, traceID) {
 		if err != nil {
 			return chain.Head{}, err
@@ -63,27 +69,35 @@ func VerifyTrace(ctx context.Context, st Chainer, namespace, traceID string, exp
 		if err := w.Step(&e); err != nil {
 			return w.Head(), err
 		}
+		if e.Op == chain.OpAppend {
+			appended++
+		}
 	}
 	if err := w.Finish(); err != nil {
 		return w.Head(), err
 	}
 	h := w.Head()
 	h.Migrated = recorded.Migrated
-	var n uint64
+	unchained := func(id, detail string) error {
+		return &chain.Break{Namespace: h.Namespace, Trace: traceID, Seq: h.Len, RecordID: id, Fault: chain.FaultUnchained, Detail: detail}
+	}
+	if records >= 0 {
+		if records != appended {
+			return h, unchained("", fmt.Sprintf("the store lists %d records, its chain appends %d", records, appended))
+		}
+		return h, ctx.Err()
+	}
 	for r, err := range st.ListTrace(ctx, namespace, traceID) {
 		if err != nil {
 			return chain.Head{}, err
 		}
-		n++
 		status, ok := w.Status(r.ID)
-		brk := &chain.Break{Namespace: h.Namespace, Trace: traceID, Seq: h.Len, RecordID: r.ID}
 		switch {
 		case !ok:
-			brk.Fault, brk.Detail = chain.FaultUnchained, "the store lists a record its chain never appended"
-			return h, brk
+			return h, unchained(r.ID, "the store lists a record its chain never appended")
 		case status != r.Status:
-			brk.Fault, brk.Detail = chain.FaultStatus, "the store says "+string(r.Status)+", the chain says "+string(status)
-			return h, brk
+			return h, &chain.Break{Namespace: h.Namespace, Trace: traceID, Seq: h.Len, RecordID: r.ID, Fault: chain.FaultStatus,
+				Detail: "the store says " + string(r.Status) + ", the chain says " + string(status)}
 		}
 	}
 	return h, ctx.Err()

@@ -7,7 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/chain"
@@ -185,25 +188,38 @@ func Verify(ctx context.Context, st store.Chainer, keys []ed25519.PublicKey, tru
 				Detail: fmt.Sprintf("the store does not hold trusted checkpoint %d as it was", c.Seq)})
 		}
 	}
-	for _, ts := range traces {
+	// The traces are walked side by side, as many at once as there are
+	// processors: a store's reads run in parallel, and each walk needs
+	// only its own trace.
+	want := make([]*chain.Head, len(traces))
+	for i, ts := range traces {
 		k := key{ts.Namespace, ts.TraceID}
-		want, covered := expected[k]
-		delete(expected, k)
-		var expect []chain.Head
-		if covered {
-			expect = append(expect, want)
+		if h, ok := expected[k]; ok {
+			want[i] = &h
+			delete(expected, k)
 		}
-		h, err := store.VerifyTrace(ctx, st, ts.Namespace, ts.TraceID, expect...)
-		res := TraceResult{Head: h, Covered: covered}
+	}
+	results := make([]TraceResult, len(traces))
+	if err := parallel(ctx, len(traces), func(i int) error {
+		ts := traces[i]
+		var expect []chain.Head
+		if want[i] != nil {
+			expect = append(expect, *want[i])
+		}
+		h, err := store.VerifyTrace(ctx, st, ts.Namespace, ts.TraceID, ts.Records, expect...)
+		results[i] = TraceResult{Head: h, Covered: want[i] != nil}
 		var brk *chain.Break
 		switch {
 		case errors.As(err, &brk):
-			res.Break = brk
+			results[i].Break = brk
 		case err != nil:
-			return rep, err
+			return err
 		}
-		rep.Traces = append(rep.Traces, res)
+		return nil
+	}); err != nil {
+		return rep, err
 	}
+	rep.Traces = append(rep.Traces, results...)
 	// What the checkpoints name and the store lacks: dropped traces.
 	var gone []chain.Head
 	for _, h := range expected {
@@ -233,4 +249,41 @@ func asBreak(ns, id string, err error) *chain.Break {
 		return &b
 	}
 	return &chain.Break{Namespace: ns, Trace: Trace, RecordID: id, Fault: chain.FaultCheckpoint, Detail: err.Error()}
+}
+
+// parallel runs work(0) … work(n-1) on as many goroutines as there are
+// processors and returns the first error; after one, no new work starts.
+func parallel(ctx context.Context, n int, work func(i int) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 1)
+	for range min(runtime.GOMAXPROCS(0), n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if err := work(i); err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+					cancel()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
 }

@@ -104,14 +104,14 @@ func TestChainLinks(t *testing.T) {
 	if err != nil || h.Len != uint64(len(evs)) || h.Link != link || h.Migrated != 0 || h.Trace != trace || h.Namespace != blackboard.DefaultNamespace {
 		t.Errorf("Head = %+v, %v; want %d events ending on %s", h, err, len(evs), link)
 	}
-	if _, err := store.VerifyTrace(ctx, s, "", trace); err != nil {
+	if _, err := store.VerifyTrace(ctx, s, "", trace, -1); err != nil {
 		t.Errorf("VerifyTrace: %v", err)
 	}
 	// The other namespace's trace of the same id is a chain of its own.
 	if h, err := s.Head(ctx, "acme", trace); err != nil || h.Len != 1 {
 		t.Errorf("Head(acme) = %+v, %v; want 1 event", h, err)
 	}
-	if _, err := store.VerifyTrace(ctx, s, "acme", trace); err != nil {
+	if _, err := store.VerifyTrace(ctx, s, "acme", trace, -1); err != nil {
 		t.Errorf("VerifyTrace(acme): %v", err)
 	}
 	// An unknown trace, and one no record can name, have the zero head
@@ -276,7 +276,7 @@ func TestChainConcurrent(t *testing.T) {
 	}
 	check := func(ns, trace string, want uint64) {
 		t.Helper()
-		h, err := store.VerifyTrace(ctx, s, ns, trace)
+		h, err := store.VerifyTrace(ctx, s, ns, trace, -1)
 		if err != nil {
 			t.Errorf("VerifyTrace(%q, %q): %v", ns, trace, err)
 			return
@@ -337,7 +337,7 @@ func victim(t *testing.T) *pgstore.Store {
 		}
 	}
 	for _, tr := range []string{trace, "other"} {
-		if _, err := store.VerifyTrace(ctx, s, "", tr); err != nil {
+		if _, err := store.VerifyTrace(ctx, s, "", tr, -1); err != nil {
 			t.Fatalf("VerifyTrace(%s) before the attack: %v", tr, err)
 		}
 	}
@@ -410,7 +410,7 @@ func TestChainAttacks(t *testing.T) {
 					t.Fatalf("the attack's SQL: %v", err)
 				}
 			})
-			h, err := store.VerifyTrace(ctx, s, "", a.trace)
+			h, err := store.VerifyTrace(ctx, s, "", a.trace, -1)
 			if a.fault == "" {
 				if err != nil || h.Len != a.seq {
 					t.Errorf("VerifyTrace = %+v, %v; want a clean chain of %d events (no checkpoint to tell)", h, err, a.seq)

@@ -266,7 +266,7 @@ func TestMigrateChainsV6(t *testing.T) {
 		ns, trace string
 		n         uint64
 	}{{"acme", "old", 3}, {"", "big", big}, {"", "cond", 0}} {
-		h, err := store.VerifyTrace(ctx, s, tc.ns, tc.trace)
+		h, err := store.VerifyTrace(ctx, s, tc.ns, tc.trace, -1)
 		if err != nil || h.Len != tc.n || h.Migrated != tc.n {
 			t.Errorf("VerifyTrace(%q, %q) after migration = %+v, %v; want %d events, all migrated", tc.ns, tc.trace, h, err, tc.n)
 		}
@@ -291,7 +291,7 @@ func TestMigrateChainsV6(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h, err := store.VerifyTrace(ctx, s, "acme", "old"); err != nil || h.Len != 5 || h.Migrated != 3 {
+	if h, err := store.VerifyTrace(ctx, s, "acme", "old", -1); err != nil || h.Len != 5 || h.Migrated != 3 {
 		t.Errorf("VerifyTrace(acme, old) after a batch = %+v, %v; want 5 events, 3 of them migrated", h, err)
 	}
 	// An edit of a migrated record breaks its chain like any other.
@@ -299,7 +299,7 @@ func TestMigrateChainsV6(t *testing.T) {
 		t.Fatal(err)
 	}
 	var brk *chain.Break
-	if _, err := store.VerifyTrace(ctx, s, "", "big"); !errors.As(err, &brk) || brk.Fault != chain.FaultContent || brk.Seq != 999 {
+	if _, err := store.VerifyTrace(ctx, s, "", "big", -1); !errors.As(err, &brk) || brk.Fault != chain.FaultContent || brk.Seq != 999 {
 		t.Errorf("VerifyTrace(big) after an edit of a migrated record: %v; want FaultContent at event 999", err)
 	}
 }

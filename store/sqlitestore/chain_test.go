@@ -118,7 +118,7 @@ func TestChainClean(t *testing.T) {
 		len       uint64
 	}{{"", "a", 5}, {"", "b", 3}, {"acme", "a", 3}, {"", "c", 40}, {"", "none", 0}} {
 		for _, s := range []*sqlitestore.Store{s1, s2} {
-			h, err := store.VerifyTrace(ctx, s, c.ns, c.trace)
+			h, err := store.VerifyTrace(ctx, s, c.ns, c.trace, -1)
 			if err != nil {
 				t.Fatalf("VerifyTrace(%q, %q): %v", c.ns, c.trace, err)
 			}
@@ -162,7 +162,7 @@ func TestChainClean(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ro.Close()
-	if h, err := store.VerifyTrace(ctx, ro, "acme", "a"); err != nil || h.Len != 3 {
+	if h, err := store.VerifyTrace(ctx, ro, "acme", "a", -1); err != nil || h.Len != 3 {
 		t.Errorf("VerifyTrace through a read-only store: %+v, %v", h, err)
 	}
 	// Sanity: the current records keep their status.
@@ -228,7 +228,7 @@ func newAttackFixture(t *testing.T) *attackFixture {
 		chained("", "u", blackboard.Percepts, "tick", 8, nil), chained("", "u", blackboard.Percepts, "tick", 9, nil),
 	}})
 	for _, tr := range []string{"t", "u"} {
-		h, err := store.VerifyTrace(t.Context(), f.s, "", tr)
+		h, err := store.VerifyTrace(t.Context(), f.s, "", tr, -1)
 		if err != nil {
 			t.Fatalf("the fixture's trace %s before the attack: %v", tr, err)
 		}
@@ -246,7 +246,7 @@ func newAttackFixture(t *testing.T) *attackFixture {
 // verify walks trace tr of the default namespace.
 func (f *attackFixture) verify(t *testing.T, tr string, expect ...chain.Head) (chain.Head, error) {
 	t.Helper()
-	return store.VerifyTrace(t.Context(), f.s, "", tr, expect...)
+	return store.VerifyTrace(t.Context(), f.s, "", tr, -1, expect...)
 }
 
 // link reads the link the file holds for a record's append.
@@ -445,7 +445,7 @@ func TestChainPayloadAsStored(t *testing.T) {
 	} {
 		mustApply(t, s, store.Batch{Appends: []blackboard.Record{chained("", "p", blackboard.Percepts, "k", i+1, p)}})
 	}
-	if h, err := store.VerifyTrace(t.Context(), s, "", "p"); err != nil || h.Len != 9 {
+	if h, err := store.VerifyTrace(t.Context(), s, "", "p", -1); err != nil || h.Len != 9 {
 		t.Errorf("VerifyTrace of payloads that read back changed: %+v, %v", h, err)
 	}
 }
@@ -471,7 +471,7 @@ func TestChainPages(t *testing.T) {
 		mustApply(t, s, b)
 		events += len(b.Appends) + len(b.Invalidations)
 	}
-	h, err := store.VerifyTrace(ctx, s, "", "long")
+	h, err := store.VerifyTrace(ctx, s, "", "long", -1)
 	if err != nil || h.Len != uint64(events) {
 		t.Fatalf("VerifyTrace of a trace of %d events: %+v, %v", events, h, err)
 	}

@@ -393,7 +393,7 @@ func TestStoreMigrateChains(t *testing.T) {
 	v1 := filepath.Join(t.TempDir(), "v1.db")
 	writeV1(t, v1)
 	s := mustOpen(t, v1)
-	if h, err := store.VerifyTrace(ctx, s, "", "old"); err != nil || h.Len != 2 || h.Migrated != 2 {
+	if h, err := store.VerifyTrace(ctx, s, "", "old", -1); err != nil || h.Len != 2 || h.Migrated != 2 {
 		t.Errorf("VerifyTrace of a version-1 trace after migration = %+v, %v; want 2 events, 2 migrated", h, err)
 	}
 
@@ -435,7 +435,7 @@ func TestStoreMigrateChains(t *testing.T) {
 		ns, trace string
 		len       uint64
 	}{{"", "long", 300}, {"", "a", 2}, {"acme", "a", 1}} {
-		h, err := store.VerifyTrace(ctx, s, c.ns, c.trace)
+		h, err := store.VerifyTrace(ctx, s, c.ns, c.trace, -1)
 		if err != nil || h.Len != c.len || h.Migrated != c.len {
 			t.Errorf("VerifyTrace(%q, %q) after migration = %+v, %v; want %d events, all migrated", c.ns, c.trace, h, err, c.len)
 		}
@@ -456,7 +456,7 @@ func TestStoreMigrateChains(t *testing.T) {
 		Invalidations: []store.Invalidation{{ID: a2.ID, Status: blackboard.StatusInvalidated, Reason: reason.SupersededByCommit}},
 		Appends:       []blackboard.Record{record("a", 3)},
 	})
-	if h, err := store.VerifyTrace(ctx, s, "", "a"); err != nil || h.Len != 4 || h.Migrated != 2 {
+	if h, err := store.VerifyTrace(ctx, s, "", "a", -1); err != nil || h.Len != 4 || h.Migrated != 2 {
 		t.Errorf("VerifyTrace of a migrated trace after a batch = %+v, %v; want 4 events, 2 migrated", h, err)
 	}
 	// A status change of a record the migration chained as changed is
@@ -473,7 +473,7 @@ func TestStoreMigrateChains(t *testing.T) {
 	if _, err := db.ExecContext(ctx, `UPDATE records SET payload = '{"n":99}' WHERE id = ?`, record("long", 100).ID); err != nil {
 		t.Fatal(err)
 	}
-	_, err = store.VerifyTrace(ctx, s, "", "long")
+	_, err = store.VerifyTrace(ctx, s, "", "long", -1)
 	if brk := (*chain.Break)(nil); !errors.As(err, &brk) || brk.Fault != chain.FaultContent || brk.Seq != 99 {
 		t.Errorf("an edited migrated record: VerifyTrace = %v, want a content break at event 99", err)
 	}

@@ -150,7 +150,7 @@ func testChain(t *testing.T, s store.Store) {
 					g.Seq, g.Op, g.Record.ID, g.Record.Status, g.Record.Reason, g.Link, w.Seq, w.Op, w.Record.ID, w.Record.Status, w.Record.Reason, w.Link)
 			}
 		}
-		if _, err := store.VerifyTrace(ctx, cs, k[0], k[1]); err != nil {
+		if _, err := store.VerifyTrace(ctx, cs, k[0], k[1], -1); err != nil {
 			t.Errorf("VerifyTrace(%q, %q): %v", k[0], k[1], err)
 		}
 	}
