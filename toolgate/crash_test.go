@@ -25,6 +25,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/kernelhook"
+	"github.com/blackboardkernel/bk/invariant"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
@@ -540,6 +541,15 @@ func checkCrashRun(t *testing.T, dir string, seed int64, effects int, st *crashS
 	})
 	defer s.Close()
 	ctx := context.Background()
+	// What the kernel and the gate promise, the hash chains included,
+	// after every kill and recovery.
+	vs, err := invariant.Check(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vs {
+		bad("%v", v)
+	}
 	recs := map[string]blackboard.Record{}
 	var actions, results, refused []blackboard.Record
 	for _, slot := range blackboard.AllSlots() {

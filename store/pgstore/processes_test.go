@@ -24,6 +24,7 @@ import (
 	"github.com/blackboardkernel/bk/adaptive"
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/ledger"
 	"github.com/blackboardkernel/bk/internal/pgtest"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/reason"
@@ -617,6 +618,16 @@ func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath strin
 		t.Fatal(err)
 	}
 	defer k.Close()
+
+	// Every trace's hash chain holds, though processes raced on them.
+	if rep, err := ledger.Verify(ctx, s, nil); err != nil || !rep.OK() {
+		t.Errorf("the store's history after the processes: %v", err)
+		for _, tr := range rep.Traces {
+			if tr.Break != nil {
+				t.Errorf("  %v", tr.Break)
+			}
+		}
+	}
 
 	// Every record, trace by trace, from the database's own count.
 	var traces []string
