@@ -65,7 +65,7 @@ func groundingDesk(t *testing.T, order string, refunded float64) (*desk, *holdin
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := newDesk(ctx, store, "desk", w, client, func(context.Context, supervisor.Event) {})
+	d, err := newDesk(ctx, store, "desk", nil, w, client, func(context.Context, supervisor.Event) {})
 	if d != nil && d.g != nil {
 		t.Cleanup(func() { d.g.Close() })
 	}

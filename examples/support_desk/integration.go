@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	"crypto"
 	"errors"
 	"time"
 
@@ -32,18 +33,19 @@ import (
 const role, lease = "support", time.Second
 
 // newDesk opens the gate over store, with the desk's tools and rules
-// (policy.go); the agent that lets the model call them, showing it each
+// (policy.go), signing checkpoints of the store's history with key (nil:
+// none); the agent that lets the model call them, showing it each
 // round the context a compiler makes of the ticket's current evidence, to
 // fit the model's window (package pack); and the supervisor that recovers
 // and resumes the gate's actions, reporting to events. It returns the desk
 // even with an error: the caller closes what it opened.
-func newDesk(ctx context.Context, store store.Store, namespace string, w *world, model *llm.Client, events func(context.Context, supervisor.Event)) (*desk, error) {
+func newDesk(ctx context.Context, store store.Store, namespace string, key crypto.Signer, w *world, model *llm.Client, events func(context.Context, supervisor.Event)) (*desk, error) {
 	d := &desk{w: w}
 	rs, err := deskRules()
 	comp, cerr := pack.New(pack.WithWindow(contextWindow))
 	if err = errors.Join(err, cerr); err == nil {
 		d.g, err = toolgate.New(ctx, toolgate.Config{Lease: lease, Tools: d.tools(),
-			Kernel:    kernel.Config{Store: store, Namespace: namespace, Validators: []kernel.Validator{rs}},
+			Kernel:    kernel.Config{Store: store, Namespace: namespace, Validators: []kernel.Validator{rs}, Signer: key},
 			Contracts: map[string][]string{role: {"lookup_order", "issue_refund", "send_email"}}})
 	}
 	if err == nil {

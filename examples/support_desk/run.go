@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto"
 	"errors"
 	"flag"
 	"fmt"
@@ -50,7 +51,7 @@ const (
 func newFlags(cfg *config, getenv func(string) string) *flag.FlagSet {
 	fs := flag.NewFlagSet("support_desk", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&cfg.db, "db", "", "SQLite file to keep the records in, with the simulated world's journal in FILE.world (default: in memory)")
+	fs.StringVar(&cfg.db, "db", "", "SQLite file to keep the records in, with the simulated world's journal in FILE.world and the key that signs the history's checkpoints in FILE.key (its public key in FILE.key.pub; made when missing) (default: in memory)")
 	fs.Int64Var(&cfg.seed, "seed", 4, "seed of the payment API's transient failures")
 	fs.StringVar(&cfg.ns, "namespace", "support_desk", "namespace of this application's records in a shared store")
 	fs.IntVar(&cfg.crashAfter, "crash-after", 0, "once N effect calls were made, kill the process (SIGKILL) in the next refund the payment API pays, before the gate records its result (needs --db)")
@@ -150,10 +151,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	var store store.Store
+	var key crypto.Signer // signs checkpoints of a file's history, for bk verify
 	storeName := "memory"
 	if cfg.db == "" {
 		store = memstore.New()
 	} else {
+		if key, err = loadKey(cfg.db + ".key"); err != nil {
+			return err
+		}
 		s, err := sqlitestore.Open(ctx, cfg.db, sqlitestore.WithCheck())
 		if err != nil {
 			return fmt.Errorf("database %s: %w", cfg.db, err)
@@ -167,7 +172,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	defer func() { err = errors.Join(err, w.Close()) }()
 	out := &printer.Writer{W: stdout}
 	var r *reporter
-	d, err := newDesk(ctx, store, cfg.ns, w, client, func(ctx context.Context, ev supervisor.Event) { r.event(ctx, ev) })
+	d, err := newDesk(ctx, store, cfg.ns, key, w, client, func(ctx context.Context, ev supervisor.Event) { r.event(ctx, ev) })
 	if err != nil {
 		if d.g != nil {
 			err = errors.Join(err, d.g.Close())

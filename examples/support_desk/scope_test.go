@@ -36,7 +36,7 @@ func TestRefundOfAnotherOrderRefused(t *testing.T) {
 	}
 	defer w.Close()
 	var r *reporter
-	d, err := newDesk(ctx, memstore.New(), "support_desk", w, client, func(ctx context.Context, ev supervisor.Event) { r.event(ctx, ev) })
+	d, err := newDesk(ctx, memstore.New(), "support_desk", nil, w, client, func(ctx context.Context, ev supervisor.Event) { r.event(ctx, ev) })
 	if d != nil && d.g != nil {
 		defer d.g.Close()
 	}
