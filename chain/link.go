@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
-	"strconv"
 	"sync"
 
 	"github.com/blackboardkernel/bk/blackboard"
@@ -105,8 +104,9 @@ const maxPooled = 64 << 10
 // preceded by its length), with the payload in canonical form and the
 // namespace as stores keep it (empty is [blackboard.DefaultNamespace]).
 // A payload without a canonical form (a NaN, a string that is not UTF-8)
-// is [ErrMalformed], as is a NaN confidence (an infinite one digests as
-// +Inf or -Inf).
+// is [ErrMalformed], as is a NaN confidence; a confidence is framed by
+// its IEEE-754 bits, -0 as 0, and an infinite one is a value like any
+// other.
 func AppendDigest(r *blackboard.Record) (Hash, error) {
 	bp := bufs.Get().(*[]byte)
 	b := append((*bp)[:0], "bk.chain.append.v1\n"...)
@@ -125,9 +125,8 @@ func AppendDigest(r *blackboard.Record) (Hash, error) {
 	b = binary.BigEndian.AppendUint64(b, uint64(p.TimestampMS))
 	b = binary.BigEndian.AppendUint64(b, uint64(p.TTLMS))
 	if c := p.Confidence; c != nil {
-		// An infinite confidence is a value stores keep (and strconv
-		// writes it as +Inf or -Inf, unlike any finite one); NaN is not
-		// one value.
+		// An infinite confidence is a value stores keep; NaN is not one
+		// value.
 		if math.IsNaN(*c) {
 			return Hash{}, fmt.Errorf("%w: record %s: confidence %v", ErrMalformed, r.ID, *c)
 		}
@@ -136,8 +135,8 @@ func AppendDigest(r *blackboard.Record) (Hash, error) {
 			f = 0 // -0 and 0 are one confidence
 		}
 		b = append(b, 1)
-		b = strconv.AppendFloat(b, f, 'g', -1, 64)
-		b = append(b, 0)
+		b = binary.BigEndian.AppendUint64(b, math.Float64bits(f)) // one bit pattern per value, once -0 is 0
+
 	} else {
 		b = append(b, 0)
 	}
