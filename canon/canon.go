@@ -22,7 +22,7 @@ import (
 // value or repeats an object key.
 var ErrInvalid = errors.New("canon: invalid value")
 
-// Append appends the canonical JSON of v to dst. v is a JSON-compatible Go
+// appendCanonical appends the canonical JSON of v to dst. v is a JSON-compatible Go
 // value: nil, bool, string, any Go number or json.Number, and maps with
 // string keys and slices of such values (named types included, such as
 // blackboard.Payload).
@@ -33,19 +33,19 @@ var ErrInvalid = errors.New("canon: invalid value")
 // way that reads back to it: 2, 2.0, 2e0 and 20e-1 are all "2", and -0 is
 // "0". Values are compared as doubles because that is what the kernel keeps
 // of a number: two spellings it stores alike must not tell two calls apart.
-func Append(dst []byte, v any) ([]byte, error) {
+func appendCanonical(dst []byte, v any) ([]byte, error) {
 	return appendValue(dst, v, 0)
 }
 
-// Encode returns the canonical JSON of v (see [Append]).
-func Encode(v any) ([]byte, error) { return Append(nil, v) }
+// Encode returns the canonical JSON of v (see appendCanonical).
+func Encode(v any) ([]byte, error) { return appendCanonical(nil, v) }
 
 // Digest returns "sha256:" and the hex SHA-256 of v's canonical JSON: the
 // one identity of a value the module uses for approval digests, once-keys
 // and the loop guard.
 func Digest(v any) (string, error) {
 	bp := digestBufs.Get().(*[]byte)
-	b, err := Append((*bp)[:0], v)
+	b, err := appendCanonical((*bp)[:0], v)
 	if err != nil {
 		return "", err
 	}

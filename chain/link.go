@@ -147,7 +147,7 @@ func AppendDigest(r *blackboard.Record) (Hash, error) {
 	var err error
 	if len(r.Payload) == 0 {
 		b = append(b, "{}"...) // nil and empty are one payload, as stores keep them
-	} else if b, err = canon.Append(b, map[string]any(r.Payload)); err != nil {
+	} else if b, err = canon.AppendBinary(b, map[string]any(r.Payload)); err != nil {
 		return Hash{}, fmt.Errorf("%w: record %s: payload: %v", ErrMalformed, r.ID, err)
 	}
 	h := sha256.Sum256(b)

@@ -24,7 +24,7 @@ const root = "../.."
 // + blackboard; issue 38 (a history anyone can check) added, on purpose,
 // package chain (the hash chain, checkpoints, evidence bundles and their
 // verifier: 79 names), store.Chainer and VerifyTrace, the stores' Chain
-// and Head, canon.Append, the kernel's Signer, CheckpointEvery,
+// and Head, canon.AppendBinary, the kernel's Signer, CheckpointEvery,
 // OnCheckpoint and Checkpoint, and toolgate.Result.Receipt.
 const (
 	maxLibrary      = 1292 // exported names of the library, test-support packages excluded
