@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -22,6 +23,12 @@ import (
 // Encode refuses is refused here, with [ErrInvalid].
 func AppendBinary(dst []byte, v any) ([]byte, error) {
 	return appendBin(dst, v, 0)
+}
+
+// member is an object's member, gathered to be sorted.
+type member struct {
+	k string
+	v any
 }
 
 // The tags of the binary form.
@@ -58,22 +65,25 @@ func appendBin(dst []byte, v any, depth int) ([]byte, error) {
 		}
 		return appendBinFloat(dst, f)
 	case map[string]any:
-		var small [8]string // the keys of a small object, on the stack
-		keys := small[:0]
+		// The members are gathered once, key and value, and sorted by
+		// key: no second lookup of each. A small object's stay on the
+		// stack.
+		var small [16]member
+		ms := small[:0]
 		if len(x) > len(small) {
-			keys = make([]string, 0, len(x))
+			ms = make([]member, 0, len(x))
 		}
-		for k := range x {
-			keys = append(keys, k)
+		for k, v := range x {
+			ms = append(ms, member{k, v})
 		}
-		slices.Sort(keys)
-		dst = binary.AppendUvarint(append(dst, binObject), uint64(len(keys)))
-		for _, k := range keys {
+		slices.SortFunc(ms, func(a, b member) int { return strings.Compare(a.k, b.k) })
+		dst = binary.AppendUvarint(append(dst, binObject), uint64(len(ms)))
+		for _, m := range ms {
 			var err error
-			if dst, err = appendBinString(dst, k); err != nil {
+			if dst, err = appendBinString(dst, m.k); err != nil {
 				return nil, err
 			}
-			if dst, err = appendBin(dst, x[k], depth+1); err != nil {
+			if dst, err = appendBin(dst, m.v, depth+1); err != nil {
 				return nil, err
 			}
 		}

@@ -327,3 +327,24 @@ func BenchmarkChainRecord(b *testing.B) {
 		prev = chain.Next(prev, uint64(i), d)
 	}
 }
+
+// BenchmarkChainDecision is the cost of chaining a decision record as the
+// tool gate writes one: a nested payload of about 700 bytes.
+func BenchmarkChainDecision(b *testing.B) {
+	r := rec("t", 1)
+	r.Slot, r.Kind = blackboard.Evidence, "decision_record"
+	r.Payload = blackboard.Payload{"code": "EFFECT_SUCCEEDED", "context": map[string]any{"approval_required": false, "args": map[string]any{"order_id": "A-1"},
+		"args_digest": "sha256:04f09fff81934b741613ccd0a1a607f7bb99b055cb56d787e0ec34f4abd75345", "attempt": 1.0, "call_id": "call_lookup_order",
+		"caller": "support", "intent": "refund", "policy": "sha256:21f9bd169b55fe1b229eb8d05469653984c35215754c1a3def81f33b01930caf", "tool": "lookup_order"},
+		"decision_id": "decision:percepts:p1:5", "evidence_refs": []any{"actions:p1:2", "percepts:p1:4"}, "kind": "lookup_order", "outcome": "executed",
+		"subject": "percepts:p1:5", "version": 1.0}
+	var prev chain.Hash
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		d, err := chain.AppendDigest(&r)
+		if err != nil {
+			b.Fatal(err)
+		}
+		prev = chain.Next(prev, uint64(i), d)
+	}
+}
