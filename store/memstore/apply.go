@@ -13,6 +13,20 @@ import (
 // Apply implements [store.Store]. Every part of the batch is checked
 // before any of it is applied, under one lock, so the batch is atomic.
 func (s *Store) Apply(ctx context.Context, b store.Batch) error {
+	// The appends' content digests need nothing the store holds: they are
+	// computed before the lock, so that writers hash side by side. A
+	// record without one changes nothing, once the checks that come
+	// first have passed.
+	var small [8]chain.Hash
+	digests := small[:0]
+	var digestErr error
+	for i := range b.Appends {
+		d, err := chain.AppendDigest(&b.Appends[i])
+		if err != nil && digestErr == nil {
+			digestErr = fmt.Errorf("memstore: %w: %w", blackboard.ErrInvalidPayload, err)
+		}
+		digests = append(digests, d)
+	}
 	if err := s.lock(ctx, true); err != nil {
 		return err
 	}
@@ -20,15 +34,8 @@ func (s *Store) Apply(ctx context.Context, b store.Batch) error {
 	if err := s.check(&b); err != nil {
 		return err
 	}
-	// The appends' digests first: a record without one changes nothing.
-	var small [4]chain.Hash
-	digests := small[:0]
-	for i := range b.Appends {
-		d, err := chain.AppendDigest(&b.Appends[i])
-		if err != nil {
-			return fmt.Errorf("memstore: %w: %w", blackboard.ErrInvalidPayload, err)
-		}
-		digests = append(digests, d)
+	if digestErr != nil {
+		return digestErr
 	}
 	// Each trace the batch touches counts one change, however many
 	// records of it the batch touches.
