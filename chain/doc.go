@@ -13,11 +13,11 @@
 //	SHA-256("bk.chain.link.v1\n" ‖ link(n-1) ‖ n as 8 bytes, big-endian ‖ digest(n))
 //
 // with link(-1) 32 zero bytes, and digest(n) the SHA-256 of the event's
-// content ([AppendDigest], [TransitionDigest]): its namespace, trace and
-// record id, every field of an appended record with the payload in its
-// canonical form (package canon, so a number spelled two ways digests
-// alike), and for a status change the record id, the new status and its
-// reason. A link commits to the event's content, its position and every
+// content ([AppendDigest], [TransitionDigest]): for an append, every
+// field of the record — its namespace, trace and id among them — with the
+// payload in its canonical form (canon.AppendBinary, so a number spelled
+// two ways digests alike); for a status change, the record id, the new
+// status and its reason. A link commits to the event's content, its position and every
 // event before it, so a changed field, a deleted or reordered event, or a
 // record moved from another trace breaks the link of that event or the
 // next. Traces are chained apart: no append waits for another trace's.
@@ -28,6 +28,10 @@
 // commits to that previous checkpoint, and is signed with an Ed25519 key.
 // A trace whose chain does not reach the head a trusted checkpoint names —
 // shorter, rewritten, or gone — is caught from that checkpoint.
+//
+// An evidence [Bundle] holds one trace's events (and its policy trace's)
+// with the checkpoints that name them; [VerifyBundle] checks it with the
+// public key alone.
 //
 // # Concurrency
 //
