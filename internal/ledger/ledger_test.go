@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"errors"
 	"iter"
 	"slices"
 	"testing"
@@ -293,28 +292,4 @@ func TestVerifyAttacks(t *testing.T) {
 		tp.events[key{def, ledger.Trace}] = evs
 		tp.heads[key{def, ledger.Trace}] = chain.Head{Namespace: def, Trace: ledger.Trace, Len: 3, Link: evs[2].Link}
 	})
-}
-
-// A handle may not write the checkpoint trace: a junk record there would
-// stop every checkpoint after it.
-func TestCheckpointTraceReserved(t *testing.T) {
-	k, err := kernel.New(kernel.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer k.Close()
-	_, err = k.Handle(blackboard.RoleTool, "x").Write(t.Context(), kernel.Entry{TraceID: ledger.Trace, Slot: blackboard.Percepts, Kind: "k", Payload: blackboard.Payload{}})
-	if !errors.Is(err, blackboard.ErrPermission) {
-		t.Fatalf("a handle writing %s: %v, want ErrPermission", ledger.Trace, err)
-	}
-}
-
-func TestSignerConfig(t *testing.T) {
-	if _, err := kernel.New(kernel.Config{Signer: nil}); err != nil {
-		t.Fatal(err)
-	}
-	k, _ := kernel.New(kernel.Config{})
-	if _, err := k.Checkpoint(t.Context()); !errors.Is(err, blackboard.ErrInvalidInput) {
-		t.Errorf("Checkpoint without a signer: %v", err)
-	}
 }
