@@ -79,7 +79,10 @@ func init() {
 		mutant.Def{Name: "persistent_scope", Check: "planner and simulator handles cannot write persistent scope", On: &mutPersistentScope},
 		mutant.Def{Name: "references", Check: "input refs, evidence refs and depends_on ids must name records in reach (INVALID_REFERENCE)", On: &mutReferences},
 		mutant.Def{Name: "namespace", Check: "a kernel reads, cites and enforces only its own namespace's records and persistent constraints", On: &mutNamespace},
-		mutant.Def{Name: "finite_numbers", Check: "payloads hold only finite numbers (NaN and infinities are INVALID_INPUT)", On: &mutFiniteNumbers},
+		// Played by tests only: every store refuses a non-finite number
+		// too (a record's chain digest needs its canonical form), so the
+		// adversary's payload_abuse cannot win without this check alone.
+		mutant.Def{Name: "finite_numbers", Check: "payloads hold only finite numbers (NaN and infinities are INVALID_INPUT)", On: &mutFiniteNumbers, ByTests: true},
 		mutant.Def{Name: "commit_once", Check: "only an active proposal can be decided (INVALID_PROPOSAL for a decided, expired or committed record)", On: &mutCommitOnce},
 		mutant.Def{Name: "missing_evidence", Check: "a belief names evidence, and every dependency has an observation (MISSING_EVIDENCE)", On: &mutMissingEvidence},
 		mutant.Def{Name: "belief_spec", Check: "a belief rests on the percepts its BeliefSpec requires (MISSING_EVIDENCE)", On: &mutBeliefSpec},
