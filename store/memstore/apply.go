@@ -44,10 +44,10 @@ func (s *Store) Apply(ctx context.Context, b store.Batch) error {
 		l, _ := s.find(inv.ID)
 		m := s.at(l)
 		tr := &s.traces[l.trace]
-		s.borns = append(s.borns, m.reason)
+		s.changes = append(s.changes, memChange{idx: l.idx, born: m.reason})
 		m.setStatus(inv.Status)
 		m.reason = inv.Reason
-		s.extend(tr, l.idx, int32(len(s.borns)), chain.TransitionDigest(m.id, inv.Status, inv.Reason))
+		s.extend(tr, int32(len(s.changes)), chain.TransitionDigest(m.id, inv.Status, inv.Reason))
 		s.bump(l.trace)
 		s.bumpShared(m.slot(), m.scope(), tr.namespace)
 	}
@@ -55,7 +55,7 @@ func (s *Store) Apply(ctx context.Context, b store.Batch) error {
 		rec := &b.Appends[i]
 		t := s.add(rec)
 		tr := &s.traces[t]
-		link := s.extend(tr, int32(len(tr.recs)-1), 0, digests[i])
+		link := s.extend(tr, 0, digests[i])
 		if i < len(b.Links) {
 			b.Links[i] = link
 		}
@@ -77,9 +77,9 @@ func (s *Store) Apply(ctx context.Context, b store.Batch) error {
 	return nil
 }
 
-// extend adds an event of record idx to trace tr's chain (a status change
-// when born > 0, see memLink) and returns its link.
-func (s *Store) extend(tr *memTrace, idx, born int32, digest chain.Hash) chain.Hash {
+// extend adds an event to trace tr's chain (an append, or status change
+// number change, see memLink) and returns its link.
+func (s *Store) extend(tr *memTrace, change int32, digest chain.Hash) chain.Hash {
 	var prev chain.Hash
 	if n := len(tr.links); n > 0 {
 		prev = tr.links[n-1].link
@@ -90,7 +90,7 @@ func (s *Store) extend(tr *memTrace, idx, born int32, digest chain.Hash) chain.H
 		tr.links, s.lslab = s.lslab[:0:linkBlock], s.lslab[linkBlock:]
 	}
 	link := chain.Next(prev, uint64(len(tr.links)), digest)
-	tr.links = append(tr.links, memLink{link: link, idx: idx, born: born})
+	tr.links = append(tr.links, memLink{link: link, change: change})
 	return link
 }
 

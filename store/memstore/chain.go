@@ -6,6 +6,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/chain"
+	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -24,28 +25,32 @@ func (s *Store) Chain(ctx context.Context, namespace, traceID string) iter.Seq2[
 			tr := &s.traces[t]
 			out = make([]chain.Event, len(tr.links))
 			// The reason each record whose status changed was appended with.
-			born := map[int32]int32{}
+			born := map[int32]reason.Code{}
 			for _, l := range tr.links {
-				if l.born > 0 {
-					born[l.idx] = l.born
+				if l.change > 0 {
+					c := s.changes[l.change-1]
+					born[c.idx] = c.born
 				}
 			}
+			var next int32 // the record the next append event appended
 			for i, l := range tr.links {
 				e := &out[i]
 				e.Seq, e.Link = uint64(i), l.link
-				m := &tr.recs[l.idx]
-				if l.born > 0 {
+				if l.change > 0 {
+					m := &tr.recs[s.changes[l.change-1].idx]
 					e.Op = chain.OpStatus
 					e.Record = blackboard.Record{ID: m.id, Namespace: tr.namespace, Status: m.status(), Reason: m.reason,
 						Provenance: blackboard.Provenance{TraceID: tr.id}}
 					continue
 				}
+				m := &tr.recs[next]
 				e.Op = chain.OpAppend
 				fill(&e.Record, tr, m)
 				e.Record.Payload = s.payload(m)
-				if b, ok := born[l.idx]; ok {
-					e.Record.Status, e.Record.Reason = blackboard.StatusActive, s.borns[b-1]
+				if b, ok := born[next]; ok {
+					e.Record.Status, e.Record.Reason = blackboard.StatusActive, b
 				}
+				next++
 			}
 		}
 		s.unlock(false)

@@ -57,7 +57,7 @@ type Store struct {
 	ix       *memIndex            // nil while the store holds one trace of at most firstCap records
 	first    *firstBlock          // the first trace's block, which Close recycles
 	lslab    []memLink            // carved into the traces' first chain blocks
-	borns    []reason.Code        // the reasons records whose status changed were appended with
+	changes  []memChange          // the status changes of every trace (see memLink)
 }
 
 // memIndex is what a store past one short trace needs: the slot indexes
@@ -118,20 +118,26 @@ type memTrace struct {
 	links []memLink
 }
 
-// memLink is one event of a trace's chain: the append (born 0) or the
-// status change (born > 0) of its record idx, and the event's link. A
-// status change's new status and reason are its record's (a record
-// changes status once); the reason the record was appended with is
-// Store.borns[born-1].
+// memLink is one event of a trace's chain and its link: an append
+// (change 0), whose record is the next of the trace in append order, or
+// the status change Store.changes[change-1]. A status change's new status
+// and reason are its record's (a record changes status once).
 type memLink struct {
-	link chain.Hash
+	link   chain.Hash
+	change int32
+}
+
+// memChange is a status change: the record's index in its trace and the
+// reason it was appended with (its record now holds the new one).
+type memChange struct {
 	idx  int32
-	born int32
+	born reason.Code
 }
 
 // linkBlock is the room a trace's chain starts with, carved from a slab
-// shared by many traces: an episode's chain costs no allocation of its own.
-const linkBlock = 16
+// shared by many traces, sized for an episode: its chain costs no
+// allocation of its own.
+const linkBlock = 12
 
 // New returns an empty in-memory store.
 func New() *Store {
@@ -357,7 +363,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.others, s.traceIdx, s.traces, s.claims, s.shared, s.mores, s.ix = nil, nil, nil, nil, nil, nil, nil
-	s.lslab, s.borns = nil, nil
+	s.lslab, s.changes = nil, nil
 	s.one = [1]memTrace{}
 	if s.first != nil {
 		// No method reads the block once the store is closed.
