@@ -93,7 +93,7 @@ func ExampleExplain() {
 	fmt.Println(ex.Verdict(), cause.Code, cause.Record)
 	// Output:
 	// actions:stale:5: fallback (COMMITTED)
-	// receipt: 40b66a66eaa739a8cf28c73931a388bfe2d1d6ebe1efeb8781ab41941f0a7917
+	// receipt: f98b791e7f148db11388200085264e4b0457308f6aa43045fad672a2efe67eca
 	// actions:stale:5  action.queue_for_review committed (COMMITTED) reason=PLAN_MISSING_BELIEF
 	// ├─ proposal: actions:stale:4  action.queue_for_review proposed by planner: committed
 	// └─ instead of: plans:stale:3  plan.action_plan proposed by planner: refused PLAN_MISSING_BELIEF

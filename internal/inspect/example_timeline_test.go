@@ -72,7 +72,7 @@ func ExampleExplain() {
 	_ = ex.WriteText(os.Stdout)
 	// Output:
 	// actions:stale:5: fallback (COMMITTED)
-	// receipt: 899cbd6df8a9f0d5000b0fe9cc1e925bea3364b6f49dffa48fc851dcb21d17fb
+	// receipt: c88b6c5ec43e50a3f48311efdcabcdd6aa471fbfb4592434576abc02e3127305
 	// actions:stale:5  action.queue_for_review committed (COMMITTED) reason=PLAN_MISSING_BELIEF
 	// ├─ proposal: actions:stale:4  action.queue_for_review proposed by planner: committed
 	// └─ instead of: plans:stale:3  plan.action_plan proposed by planner: refused PLAN_MISSING_BELIEF

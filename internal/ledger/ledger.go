@@ -154,12 +154,17 @@ func Verify(ctx context.Context, st store.Chainer, keys []ed25519.PublicKey, tru
 			if err == nil && cmp.Or(c.Namespace, blackboard.DefaultNamespace) != ts.Namespace {
 				err = fmt.Errorf("checkpoint %d names namespace %q", c.Seq, c.Namespace)
 			}
-			if err == nil {
-				err = c.Follows(prev)
+			if err != nil {
+				rep.Broken = append(rep.Broken, asBreak(ts.Namespace, r.ID, err))
+				continue
 			}
-			if err == nil && len(keys) > 0 {
+			// Out of sequence or unsigned, a checkpoint vouches for nothing;
+			// the next is still checked against it, so that one bad
+			// checkpoint is one break.
+			if err = c.Follows(prev); err == nil && len(keys) > 0 {
 				err = c.Verify(keys)
 			}
+			prev = &c
 			if err != nil {
 				rep.Broken = append(rep.Broken, asBreak(ts.Namespace, r.ID, err))
 				continue
@@ -178,7 +183,6 @@ func Verify(ctx context.Context, st store.Chainer, keys []ed25519.PublicKey, tru
 					expected[hk] = h
 				}
 			}
-			prev = &c
 		}
 	}
 	for _, c := range trusted {

@@ -293,3 +293,33 @@ func TestVerifyAttacks(t *testing.T) {
 		tp.heads[key{def, ledger.Trace}] = chain.Head{Namespace: def, Trace: ledger.Trace, Len: 3, Link: evs[2].Link}
 	})
 }
+
+// A key rotated between two kernels is recorded: each checkpoint names
+// its key, the report lists both in order, and a verifier given only the
+// new key cannot vouch for what the old one signed.
+func TestKeyRotation(t *testing.T) {
+	st := memstore.New()
+	var pubs []ed25519.PublicKey
+	for i, trace := range []string{"a", "b"} {
+		pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+		pubs = append(pubs, pub)
+		k, err := kernel.New(kernel.Config{Store: st, Signer: priv, CheckpointEvery: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := k.Handle(blackboard.RoleTool, "crm").Write(t.Context(), kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "order", Payload: blackboard.Payload{"i": float64(i)}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := k.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep := verify(t, st, pubs)
+	if !rep.OK() || rep.Checkpoints != 2 || !slices.Equal(rep.Keys, []string{chain.KeyID(pubs[0]), chain.KeyID(pubs[1])}) {
+		t.Fatalf("both keys given: ok %v, %d checkpoints, keys %v", rep.OK(), rep.Checkpoints, rep.Keys)
+	}
+	rep = verify(t, st, pubs[1:])
+	if rep.OK() || len(rep.Broken) != 1 || rep.Broken[0].Fault != chain.FaultCheckpoint {
+		t.Fatalf("the new key only: %+v", rep.Broken)
+	}
+}
