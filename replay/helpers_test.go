@@ -14,6 +14,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/ledger"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store"
@@ -96,7 +97,7 @@ func deskTraces(t *testing.T, s store.Store) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !audit.IsPolicyTrace(tr.TraceID) {
+		if !audit.IsPolicyTrace(tr.TraceID) && tr.TraceID != ledger.Trace {
 			out = append(out, tr.TraceID)
 		}
 	}

@@ -55,7 +55,7 @@ func (x *executor) execute(ctx context.Context, traceID, actionID string, args j
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	ctx, _ = kernelhook.WithReceipts(ctx)
+	ctx, _ = kernelhook.WithReceipts(ctx, audit.Kind)
 	ctx, sp := x.g.tracer.Start(ctx, "toolgate.execute")
 	if sp != nil {
 		sp.SetAttributes(attribute.String(telemetry.AttrActionID, actionID))

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/internal/kernelhook"
@@ -205,7 +206,7 @@ func (g *Gate) Surface(ctx context.Context, caller, traceID, intent string) ([]S
 // store failure. On an error after the action committed, the Result still
 // names it (ActionID): [Gate.Execute] or [Gate.Recover] finishes it.
 func (g *Gate) Call(ctx context.Context, c Call) (res Result, err error) {
-	ctx, _ = kernelhook.WithReceipts(ctx)
+	ctx, _ = kernelhook.WithReceipts(ctx, audit.Kind)
 	ctx, sp := g.x.startCall(ctx, c)
 	defer func() { g.x.ended(ctx, sp, toolLabel(c.Tool), &res, err) }()
 	c.span = sp

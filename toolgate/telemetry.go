@@ -143,7 +143,7 @@ func (x *executor) startCall(ctx context.Context, c Call) (context.Context, trac
 // span and in the metrics, and ends the span.
 func (x *executor) ended(ctx context.Context, sp trace.Span, tool string, r *Result, err error) {
 	g := x.g
-	if l, ok := kernelhook.ReceiptsOf(ctx).Last(audit.Kind); ok {
+	if l, ok := kernelhook.ReceiptsOf(ctx).Last(); ok {
 		r.Receipt = chain.Hash(l)
 	}
 	res := *r

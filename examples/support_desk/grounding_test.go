@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/blackboardkernel/bk/kernel"
+
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/reason"
@@ -65,7 +67,7 @@ func groundingDesk(t *testing.T, order string, refunded float64) (*desk, *holdin
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := newDesk(ctx, store, "desk", nil, w, client, func(context.Context, supervisor.Event) {})
+	d, err := newDesk(ctx, kernel.Config{Store: store, Namespace: "desk"}, w, client, func(context.Context, supervisor.Event) {})
 	if d != nil && d.g != nil {
 		t.Cleanup(func() { d.g.Close() })
 	}

@@ -14,14 +14,12 @@ package main
 
 import (
 	"context"
-	"crypto"
 	"errors"
 	"time"
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/pack"
-	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/supervisor"
 	"github.com/blackboardkernel/bk/toolgate"
 	"github.com/blackboardkernel/bk/worker/llm"
@@ -32,20 +30,20 @@ import (
 // attempt of a crashed process once it ran out.
 const role, lease = "support", time.Second
 
-// newDesk opens the gate over store, with the desk's tools and rules
-// (policy.go), signing checkpoints of the store's history with key (nil:
-// none); the agent that lets the model call them, showing it each
-// round the context a compiler makes of the ticket's current evidence, to
-// fit the model's window (package pack); and the supervisor that recovers
+// newDesk opens the gate over the kernel kc configures (its store,
+// namespace and the key that signs its history's checkpoints), with the
+// desk's tools and rules (policy.go); the agent that lets the model call
+// them, showing it each round the context a compiler makes of the
+// ticket's current evidence, to fit the model's window (package pack); and the supervisor that recovers
 // and resumes the gate's actions, reporting to events. It returns the desk
 // even with an error: the caller closes what it opened.
-func newDesk(ctx context.Context, store store.Store, namespace string, key crypto.Signer, w *world, model *llm.Client, events func(context.Context, supervisor.Event)) (*desk, error) {
+func newDesk(ctx context.Context, kc kernel.Config, w *world, model *llm.Client, events func(context.Context, supervisor.Event)) (*desk, error) {
 	d := &desk{w: w}
 	rs, err := deskRules()
 	comp, cerr := pack.New(pack.WithWindow(contextWindow))
 	if err = errors.Join(err, cerr); err == nil {
 		d.g, err = toolgate.New(ctx, toolgate.Config{Lease: lease, Tools: d.tools(),
-			Kernel:    kernel.Config{Store: store, Namespace: namespace, Validators: []kernel.Validator{rs}, Signer: key},
+			Kernel:    kernel.Config{Store: kc.Store, Namespace: kc.Namespace, Signer: kc.Signer, Validators: []kernel.Validator{rs}},
 			Contracts: map[string][]string{role: {"lookup_order", "issue_refund", "send_email"}}})
 	}
 	if err == nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/internal/cmdline"
 	"github.com/blackboardkernel/bk/internal/printer"
+	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
@@ -156,9 +157,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if cfg.db == "" {
 		store = memstore.New()
 	} else {
-		if key, err = loadKey(cfg.db + ".key"); err != nil {
-			return err
-		}
 		s, err := sqlitestore.Open(ctx, cfg.db, sqlitestore.WithCheck())
 		if err != nil {
 			return fmt.Errorf("database %s: %w", cfg.db, err)
@@ -166,13 +164,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		store, storeName = s, "sqlite "+cfg.db
 	}
 	defer func() { err = errors.Join(err, store.Close()) }()
+	if cfg.db != "" {
+		// The key once the database checked out: a run refused on its
+		// input makes no file.
+		if key, err = loadKey(cfg.db + ".key"); err != nil {
+			return err
+		}
+	}
 	if err := w.open(); err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, w.Close()) }()
 	out := &printer.Writer{W: stdout}
 	var r *reporter
-	d, err := newDesk(ctx, store, cfg.ns, key, w, client, func(ctx context.Context, ev supervisor.Event) { r.event(ctx, ev) })
+	d, err := newDesk(ctx, kernel.Config{Store: store, Namespace: cfg.ns, Signer: key}, w, client, func(ctx context.Context, ev supervisor.Event) { r.event(ctx, ev) })
 	if err != nil {
 		if d.g != nil {
 			err = errors.Join(err, d.g.Close())

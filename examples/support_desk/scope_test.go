@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blackboardkernel/bk/kernel"
+
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/store/memstore"
@@ -36,7 +38,7 @@ func TestRefundOfAnotherOrderRefused(t *testing.T) {
 	}
 	defer w.Close()
 	var r *reporter
-	d, err := newDesk(ctx, memstore.New(), "support_desk", nil, w, client, func(ctx context.Context, ev supervisor.Event) { r.event(ctx, ev) })
+	d, err := newDesk(ctx, kernel.Config{Store: memstore.New(), Namespace: "support_desk"}, w, client, func(ctx context.Context, ev supervisor.Event) { r.event(ctx, ev) })
 	if d != nil && d.g != nil {
 		defer d.g.Close()
 	}

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/internal/ledger"
 	"github.com/blackboardkernel/bk/reason"
 	"github.com/blackboardkernel/bk/replay"
 	"github.com/blackboardkernel/bk/rules"
@@ -68,7 +69,7 @@ func Replay(ctx context.Context, s store.Store, namespace, trace string, opts ..
 			if err != nil {
 				return nil, err
 			}
-			if !audit.IsPolicyTrace(ts.TraceID) {
+			if !audit.IsPolicyTrace(ts.TraceID) && ts.TraceID != ledger.Trace { // the gate's and the kernel's own
 				targets = append(targets, target{ts.Namespace, ts.TraceID})
 			}
 		}

@@ -5,26 +5,23 @@ import (
 	"sync"
 )
 
-// Receipts collects the chain links (package chain) of the records the
-// kernel appends under one context: a tool call's, so that the gate can
-// hand back the receipt of the decision record it wrote without reading
-// the store again. Safe for concurrent use.
+// Receipts collects, under one context (a tool call's), the chain link
+// (package chain) of the last record of one kind the kernel appends: the
+// gate's decision record, whose link the call hands back as its receipt
+// without reading the store again. Safe for concurrent use.
 type Receipts struct {
-	mu    sync.Mutex
-	kinds []string
-	links [][32]byte
-	// The first few, in the collector's own allocation: a call appends a
-	// handful of records.
-	kindBuf [6]string
-	linkBuf [6][32]byte
+	kind string
+	mu   sync.Mutex
+	link [32]byte
+	ok   bool
 }
 
 type receiptsKey struct{}
 
-// WithReceipts returns ctx carrying a new collector, and the collector.
-func WithReceipts(ctx context.Context) (context.Context, *Receipts) {
-	r := new(Receipts)
-	r.kinds, r.links = r.kindBuf[:0], r.linkBuf[:0]
+// WithReceipts returns ctx carrying a new collector for records of kind,
+// and the collector.
+func WithReceipts(ctx context.Context, kind string) (context.Context, *Receipts) {
+	r := &Receipts{kind: kind}
 	return context.WithValue(ctx, receiptsKey{}, r), r
 }
 
@@ -34,26 +31,24 @@ func ReceiptsOf(ctx context.Context) *Receipts {
 	return r
 }
 
-// Add notes the link of an appended record of kind.
+// Add notes the link of an appended record of kind; only the collector's
+// kind is kept, the last one appended.
 func (r *Receipts) Add(kind string, link [32]byte) {
+	if kind != r.kind {
+		return
+	}
 	r.mu.Lock()
-	r.kinds = append(r.kinds, kind)
-	r.links = append(r.links, link)
+	r.link, r.ok = link, true
 	r.mu.Unlock()
 }
 
-// Last returns the link of the last record of kind collected, false when
-// there is none.
-func (r *Receipts) Last(kind string) ([32]byte, bool) {
+// Last returns the link of the last record of the collector's kind, false
+// when there is none (or r is nil).
+func (r *Receipts) Last() ([32]byte, bool) {
 	if r == nil {
 		return [32]byte{}, false
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for i := len(r.kinds) - 1; i >= 0; i-- {
-		if r.kinds[i] == kind {
-			return r.links[i], true
-		}
-	}
-	return [32]byte{}, false
+	return r.link, r.ok
 }
