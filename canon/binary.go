@@ -116,45 +116,11 @@ func appendBin(dst []byte, v any, depth int) ([]byte, error) {
 // appendBinReflect handles the types appendBin does not name, as
 // appendReflect does for the JSON form.
 func appendBinReflect(dst []byte, rv reflect.Value, depth int) ([]byte, error) {
-	switch rv.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return appendBinFloat(dst, float64(rv.Int()))
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		return appendBinFloat(dst, float64(rv.Uint()))
-	case reflect.Float32, reflect.Float64:
-		return appendBinFloat(dst, rv.Float())
-	case reflect.String:
-		return appendBinString(dst, rv.String())
-	case reflect.Bool:
-		return appendBin(dst, rv.Bool(), depth)
-	case reflect.Pointer, reflect.Interface:
-		if rv.IsNil() {
-			return append(dst, binNull), nil
-		}
-		return appendBin(dst, rv.Elem().Interface(), depth+1)
-	case reflect.Map:
-		if rv.Type().Key().Kind() != reflect.String {
-			return nil, fmt.Errorf("%w: map key of type %s", ErrInvalid, rv.Type().Key())
-		}
-		if rv.IsNil() {
-			return append(dst, binNull), nil
-		}
-		m := make(map[string]any, rv.Len())
-		for it := rv.MapRange(); it.Next(); {
-			m[it.Key().String()] = it.Value().Interface()
-		}
-		return appendBin(dst, m, depth)
-	case reflect.Slice, reflect.Array:
-		if rv.Kind() == reflect.Slice && rv.IsNil() {
-			return append(dst, binNull), nil
-		}
-		s := make([]any, rv.Len())
-		for i := range s {
-			s[i] = rv.Index(i).Interface()
-		}
-		return appendBin(dst, s, depth)
+	v, err := plain(rv)
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("%w: type %s", ErrInvalid, rv.Type())
+	return appendBin(dst, v, depth+1)
 }
 
 func appendBinFloat(dst []byte, f float64) ([]byte, error) {

@@ -222,43 +222,55 @@ func appendValue(dst []byte, v any, depth int) ([]byte, error) {
 // appendReflect handles the types the switch above does not name: other
 // Go numbers, named map and slice types, and pointers to any of these.
 func appendReflect(dst []byte, rv reflect.Value, depth int) ([]byte, error) {
+	v, err := plain(rv)
+	if err != nil {
+		return nil, err
+	}
+	return appendValue(dst, v, depth+1)
+}
+
+// plain returns the value rv holds as one of the types both forms name
+// (float64, string, bool, nil, map[string]any, []any, or what a pointer or
+// interface holds): other Go numbers, named map and slice types, pointers.
+// A type JSON cannot hold is [ErrInvalid].
+func plain(rv reflect.Value) (any, error) {
 	switch rv.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return appendFloat(dst, float64(rv.Int()))
+		return float64(rv.Int()), nil
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		return appendFloat(dst, float64(rv.Uint()))
+		return float64(rv.Uint()), nil
 	case reflect.Float32, reflect.Float64:
-		return appendFloat(dst, rv.Float())
+		return rv.Float(), nil
 	case reflect.String:
-		return appendString(dst, rv.String())
+		return rv.String(), nil
 	case reflect.Bool:
-		return strconv.AppendBool(dst, rv.Bool()), nil
+		return rv.Bool(), nil
 	case reflect.Pointer, reflect.Interface:
 		if rv.IsNil() {
-			return append(dst, "null"...), nil
+			return nil, nil
 		}
-		return appendValue(dst, rv.Elem().Interface(), depth+1)
+		return rv.Elem().Interface(), nil
 	case reflect.Map:
 		if rv.Type().Key().Kind() != reflect.String {
 			return nil, fmt.Errorf("%w: map key of type %s", ErrInvalid, rv.Type().Key())
 		}
 		if rv.IsNil() {
-			return append(dst, "null"...), nil
+			return nil, nil
 		}
 		m := make(map[string]any, rv.Len())
 		for it := rv.MapRange(); it.Next(); {
 			m[it.Key().String()] = it.Value().Interface()
 		}
-		return appendValue(dst, m, depth)
+		return m, nil
 	case reflect.Slice, reflect.Array:
 		if rv.Kind() == reflect.Slice && rv.IsNil() {
-			return append(dst, "null"...), nil
+			return nil, nil
 		}
 		s := make([]any, rv.Len())
 		for i := range s {
 			s[i] = rv.Index(i).Interface()
 		}
-		return appendValue(dst, s, depth)
+		return s, nil
 	}
 	return nil, fmt.Errorf("%w: type %s", ErrInvalid, rv.Type())
 }
