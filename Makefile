@@ -11,17 +11,17 @@ GO ?= go
 ##
 ## Durations, wall time of `bash .ci/run` on a clean clone (make
 ## test-timed), 2026-12-02, on 2 cores with nothing else running, the
-## module cache warm and the build cache warm from an earlier run of most
-## of the same code (the last change touched toolgate and what imports
-## it):
-##   vet              39 s
-##   race            243 s
-##   browser          23 s
-##   adapters         34 s
+## module cache warm and the build cache warm from earlier runs of most
+## of the same code (the last changes touched the stores, the kernel and
+## what imports them):
+##   vet              42 s
+##   race            282 s
+##   browser          29 s
+##   adapters         86 s
 ##   mutation-runner   3 s
-##   mutation        104 s for the 129 switches (154 test binary runs,
-##                   every one narrowed to noticed.txt; adversary 5 s)
-##   test            446 s in all
+##   mutation         90 s for the 140 switches (179 test binary runs,
+##                   every one narrowed to noticed.txt; adversary 4 s)
+##   test            532 s in all
 ## With the build cache cold for nearly every package (the run before,
 ## after renames across the tree) and the CPU shared with other work, the
 ## same run took 916 s (vet 129, race 453, adapters 149): most of race is
