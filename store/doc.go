@@ -1,7 +1,7 @@
 // Package store is the contract a store of blackboard records implements,
 // as database/sql/driver is to database/sql: the [Store] interface, the
 // atomic [Batch] that is its one write, the optional interfaces a store may
-// implement ([StateStore], [TraceLister]), the errors it returns, and the
+// implement ([StateStore], [TraceLister], [Chainer]), the errors it returns, and the
 // checks every store runs so that all of them refuse the same input alike
 // ([Batch.Check], [CheckFilter]), the longest TTL a record may carry ([MaxTTL]) and the
 // form of the ids the kernel gives its records ([RecordID], read back by
@@ -22,5 +22,6 @@
 // asserting it: [StateStore] keeps each trace's decision state beside its
 // records, so that a decision reads one value instead of the trace;
 // [TraceLister] lists traces from an index ([ListTraces] falls back to a
-// pass over the store without it).
+// pass over the store without it); [Chainer] keeps each trace's hash chain
+// (package chain), which [VerifyTrace] walks.
 package store

@@ -20,8 +20,9 @@ import (
 //
 // Every ability beyond these is an exported optional interface that any
 // store may implement, found by asserting it: [StateStore] (a trace's
-// decision state, which the kernel reads in one lookup) and [TraceLister]
-// (an index of traces, which [ListTraces] uses). A wrapper around a store
+// decision state, which the kernel reads in one lookup), [TraceLister]
+// (an index of traces, which [ListTraces] uses) and [Chainer] (every
+// trace's hash chain, which `bk verify` and signed checkpoints need). A wrapper around a store
 // keeps an ability exactly when it forwards that interface; without
 // StateStore the kernel still decides alike, reading the trace.
 //
