@@ -12,7 +12,9 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/chain"
+	"github.com/blackboardkernel/bk/internal/ledger"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/mask"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -83,5 +85,43 @@ func TestVerifySQLiteGateRecords(t *testing.T) {
 				t.Fatalf("content breaks in %v, want one in %s (faults %v)", broken, a.trace, faults(rep))
 			}
 		})
+	}
+}
+
+// Erasing a trace's masked values destroys its key and changes no record:
+// the store's history verifies as it did, under the same signed
+// checkpoint.
+func TestEraseBreaksNoChain(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "bk.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	keys := mask.NewKeys()
+	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+	g, err := toolgate.New(ctx, toolgate.Config{Kernel: kernel.Config{Store: st, Signer: priv, CheckpointEvery: -1}, MaskKeys: keys,
+		Contracts: map[string][]string{"support": {"lookup_customer"}},
+		Tools: []toolgate.Tool{{Name: "lookup_customer", Description: "Look up a customer.", ReadOnly: true, Result: "customer", Masked: []string{"email"},
+			Parameters: json.RawMessage(`{"type":"object","properties":{"email":{"type":"string"}},"required":["email"]}`),
+			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
+				return blackboard.Payload{"email": inv.Args["email"], "tier": "gold"}, nil
+			}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Call(ctx, toolgate.Call{Tool: "lookup_customer", Args: json.RawMessage(`{"email":"ana@example.com"}`), Caller: "support", TraceID: "ticket-9"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before := verify(t, st, []ed25519.PublicKey{pub})
+	if err := keys.Erase(ctx, "", "ticket-9"); err != nil {
+		t.Fatal(err)
+	}
+	after := verify(t, st, []ed25519.PublicKey{pub})
+	if !before.OK() || !after.OK() || !slices.EqualFunc(before.Traces, after.Traces, func(a, b ledger.TraceResult) bool { return a.Head == b.Head }) {
+		t.Fatalf("erasure changed the history: before %v, after %v", faults(before), faults(after))
 	}
 }
