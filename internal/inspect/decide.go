@@ -131,7 +131,12 @@ func runDecision(ctx context.Context, e *env, actionID string, verdict audit.Ver
 	if e.json {
 		return writeJSON(e.out, out)
 	}
-	_, err = fmt.Fprintln(e.out, Inert(fmt.Sprintf("%s %s (trace %s) as %s, valid until %s UTC: record %s",
-		verdict, actionID, out.TraceID, d.as, stamp(out.ExpiresMS), rec.ID)))
+	// Only an approval is valid until a time: a denial stands.
+	until := ""
+	if verdict == audit.Approved {
+		until = ", valid until " + stamp(out.ExpiresMS) + " UTC"
+	}
+	_, err = fmt.Fprintln(e.out, Inert(fmt.Sprintf("%s %s (trace %s) as %s%s: record %s",
+		verdict, actionID, out.TraceID, d.as, until, rec.ID)))
 	return err
 }

@@ -192,8 +192,14 @@ func TestApprove(t *testing.T) {
 func TestDeny(t *testing.T) {
 	db, p := pendingDesk(t)
 	out := mustBK(t, "--db", db, "deny", p.ActionID, "--as", "human:bob", "--digest", p.Digest, "--note", "duplicate ticket")
-	if !strings.HasPrefix(out, "denied "+p.ActionID) {
-		t.Errorf("bk deny: %q", out)
+	if !strings.HasPrefix(out, "denied "+p.ActionID) || strings.Contains(out, "valid until") {
+		t.Errorf("bk deny: %q (a denial stands: it has no validity)", out)
+	}
+	// The decision commands say they write; the others, that they read.
+	for cmd, want := range map[string]string{"deny": "opened for writing", "approve": "opened for writing", "serve": "opened for writing", "traces": "opened read-only"} {
+		if _, help, _ := bk(t, cmd, "-h"); !strings.Contains(help, want) {
+			t.Errorf("bk %s -h does not say %q:\n%s", cmd, want, help)
+		}
 	}
 	var refunds atomic.Int32
 	res := resume(t, db, p.ActionID, &refunds)

@@ -35,6 +35,12 @@ type command struct {
 	flags            func(fs *flag.FlagSet, env *env)
 }
 
+// writes reports whether the command records decisions (approve, deny,
+// serve): its store is opened for writing, and its usage says so.
+func (c *command) writes() bool {
+	return c.name == "approve" || c.name == "deny" || c.name == "serve"
+}
+
 func commands() []command {
 	return []command{
 		{"traces", "", "traces with their outcome and counts", runTraces, nil},
@@ -94,7 +100,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, opts ...
 		}
 	}
 	top := flag.NewFlagSet("bk", flag.ContinueOnError)
-	common(top, e)
+	common(top, e, "read, opened read-only but by approve, deny and serve")
 	top.Usage = func() { usage(top.Output()) }
 	// The command and its arguments follow the common flags.
 	if err := cmdline.Parse(top, args, math.MaxInt, stdout, stderr); err != nil {
@@ -127,7 +133,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, opts ...
 		return ExitUsage
 	}
 	sub := flag.NewFlagSet("bk "+cmd.name, flag.ContinueOnError)
-	common(sub, e)
+	how := "read, opened read-only"
+	if cmd.writes() {
+		how = "decide in, opened for writing the decision's record"
+	}
+	common(sub, e, how)
 	if cmd.flags != nil {
 		cmd.flags(sub, e)
 	}
@@ -215,12 +225,14 @@ func interleave(args []string, fs *flag.FlagSet) []string {
 	return append(flags, pos...)
 }
 
-func common(fs *flag.FlagSet, e *env) {
-	fs.StringVar(&e.db, "db", e.db, "the SQLite kernel store to read, opened read-only (default $BK_DB, else bk.db)")
+// common declares the flags every command takes; how says what the
+// command does with the store it names.
+func common(fs *flag.FlagSet, e *env, how string) {
+	fs.StringVar(&e.db, "db", e.db, "the SQLite kernel store to "+how+" (default $BK_DB, else bk.db)")
 	// A DSN given before the command is kept without being the flag's
 	// default, which a usage message would print, password and all.
 	dsn := e.dsn
-	fs.StringVar(&e.dsn, "dsn", "", "the PostgreSQL kernel store to read instead, opened read-only (default $BK_DSN)")
+	fs.StringVar(&e.dsn, "dsn", "", "the PostgreSQL kernel store to "+how+", instead (default $BK_DSN)")
 	e.dsn = dsn
 	fs.StringVar(&e.namespace, "namespace", e.namespace, "only this namespace (default: every namespace)")
 	fs.BoolVar(&e.json, "json", e.json, "print JSON instead of text")
