@@ -371,3 +371,18 @@ func TestApproveAtOnce(t *testing.T) {
 		t.Errorf("%d commands succeeded and %d decisions were recorded, want 1 and 1", ok, recorded)
 	}
 }
+
+// The gate's policy trace is listed for what it holds, not as a trace of
+// a run whose actions came to nothing.
+func TestTracesNamePolicyTrace(t *testing.T) {
+	db, _ := pendingDesk(t)
+	out := mustBK(t, "--db", db, "traces")
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "bk.policy.") && !strings.Contains(line, "policy snapshots") {
+			t.Errorf("bk traces lists the policy trace as %q", line)
+		}
+	}
+	if !strings.Contains(out, "policy snapshots") {
+		t.Errorf("bk traces:\n%s", out)
+	}
+}

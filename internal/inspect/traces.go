@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/internal/ledger"
+
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/store"
 )
@@ -17,7 +20,9 @@ type TraceRow struct {
 	Decisions int `json:"decisions"`
 	Refusals  int `json:"refusals"`
 	// Outcome is what happened to the trace's actions, by type
-	// ([TimelineReport.Outcome]); Actions the same as counts.
+	// ([TimelineReport.Outcome]); Actions the same as counts. A trace of
+	// the gate's or the kernel's own, which holds no action, says what it
+	// holds instead: "policy snapshots" or "signed checkpoints".
 	Outcome string          `json:"outcome"`
 	Actions []ActionOutcome `json:"actions,omitempty"`
 }
@@ -34,7 +39,14 @@ func Traces(ctx context.Context, s store.Store, namespace string) ([]TraceRow, e
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, TraceRow{TraceSummary: ts, Decisions: tl.Decisions, Refusals: tl.Refusals, Outcome: tl.Outcome, Actions: tl.Actions})
+		row := TraceRow{TraceSummary: ts, Decisions: tl.Decisions, Refusals: tl.Refusals, Outcome: tl.Outcome, Actions: tl.Actions}
+		switch {
+		case audit.IsPolicyTrace(ts.TraceID):
+			row.Outcome = "policy snapshots"
+		case ts.TraceID == ledger.Trace:
+			row.Outcome = "signed checkpoints"
+		}
+		out = append(out, row)
 	}
 	return out, nil
 }
