@@ -1,9 +1,11 @@
 package inspect_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -384,5 +386,27 @@ func TestTracesNamePolicyTrace(t *testing.T) {
 	}
 	if !strings.Contains(out, "policy snapshots") {
 		t.Errorf("bk traces:\n%s", out)
+	}
+}
+
+// bk serve on every interface says so before it serves; on one address
+// it says nothing of the kind.
+func TestServeEveryInterfaceSaid(t *testing.T) {
+	db, _ := pendingDesk(t)
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokens, []byte("0123456789abcdef0123456789abcdef human:ana\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for addr, warned := range map[string]bool{"0.0.0.0:0": true, "[::]:0": true, ":0": true, "127.0.0.1:0": false, "localhost:0": false} {
+		var out, errOut bytes.Buffer
+		served := false
+		code := inspect.Main(context.Background(), []string{"--db", db, "serve", "--addr", addr, "--token-file", tokens}, &out, &errOut,
+			inspect.WithServe(func(context.Context, inspect.ServeConfig) error { served = true; return nil }))
+		if code != 0 || !served {
+			t.Fatalf("bk serve --addr %s: exit %d, served %v: %s", addr, code, served, errOut.String())
+		}
+		if got := strings.Contains(out.String(), "every interface"); got != warned {
+			t.Errorf("bk serve --addr %s: warned %v, want %v: %q", addr, got, warned, out.String())
+		}
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
+	"net"
 	"strings"
 
 	"github.com/blackboardkernel/bk/internal/cmdline"
@@ -51,6 +53,17 @@ func WithServe(serve func(ctx context.Context, cfg ServeConfig) error) Option {
 	return func(e *env) { e.serveFunc = serve }
 }
 
+// everyInterface reports whether addr listens on every interface of the
+// host (no host, 0.0.0.0 or ::) rather than on one address.
+func everyInterface(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return host == "" || ip != nil && ip.IsUnspecified()
+}
+
 // errNoServe is bk serve in a program that did not link the console.
 var errNoServe = errors.New("serve: this program has no approvals console (no inspect.WithServe)")
 
@@ -87,5 +100,9 @@ func runServe(ctx context.Context, e *env, _ []string) error {
 	defer closeStore()
 	cfg := e.serve
 	cfg.Store, cfg.Namespace, cfg.Log = s, e.namespace, e.out
+	if everyInterface(cfg.Addr) {
+		// Allowed (a container publishes its port so), but never silently.
+		fmt.Fprintf(e.out, "bk serve: %s listens on every interface: whoever reaches this host on that port reaches the console; serve it behind TLS\n", cfg.Addr)
+	}
 	return e.serveFunc(ctx, cfg)
 }
