@@ -71,7 +71,8 @@
 // read: [HeaderIdentity] trusts a header a reverse proxy sets after it
 // authenticated the person; [TokenIdentity] maps secret tokens
 // ([ReadTokens]) to names, given as a bearer token or as a browser's
-// basic-auth password. [New] refuses to build a console without one. A
+// basic-auth password (the browser's prompt takes any user name: the
+// token alone names the person). [New] refuses to build a console without one. A
 // decision must carry the form's CSRF token, a keyed digest of the
 // identity that only this console can make, and a browser's cross-origin
 // POST is refused ([http.CrossOriginProtection]). Every page is sent with

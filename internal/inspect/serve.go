@@ -70,7 +70,7 @@ var errNoServe = errors.New("serve: this program has no approvals console (no in
 func serveFlags(fs *flag.FlagSet, e *env) {
 	fs.StringVar(&e.serve.Addr, "addr", DefaultAddr, "the address to listen on (the default is this host only)")
 	fs.StringVar(&e.serve.IdentityHeader, "identity-header", "", "trust this request header, set by a reverse proxy, to name the approver")
-	fs.StringVar(&e.serve.TokenFile, "token-file", "", `a file of "TOKEN NAME" lines: bearer tokens (or basic-auth passwords) and the approvers they name; mode 0600`)
+	fs.StringVar(&e.serve.TokenFile, "token-file", "", `a file of "TOKEN NAME" lines: bearer tokens (or basic-auth passwords, with any user name) and the approvers they name; mode 0600`)
 	fs.Func("hosts", "host names (comma-separated, NAME or NAME:PORT) the console may be addressed by besides an IP address, localhost and --addr's host", func(v string) error {
 		for h := range strings.SplitSeq(v, ",") {
 			if h = strings.TrimSpace(h); h != "" {
