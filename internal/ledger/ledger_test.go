@@ -61,6 +61,25 @@ func (t *tampered) Head(ctx context.Context, ns, trace string) (chain.Head, erro
 	return t.Chainer.Head(ctx, ns, trace)
 }
 
+// rechain serves evs as trace's chain, every link computed anew from the
+// first, and a head that ends on them: an attacker who rewrote the rows
+// and their links, without the key.
+func (t *tampered) rechain(tb testing.TB, trace string, evs []chain.Event) {
+	tb.Helper()
+	var prev chain.Hash
+	for i := range evs {
+		d, err := evs[i].Digest()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		evs[i].Link = chain.Next(prev, evs[i].Seq, d)
+		prev = evs[i].Link
+	}
+	k := key{blackboard.DefaultNamespace, trace}
+	t.events[k] = evs
+	t.heads[k] = chain.Head{Namespace: k.ns, Trace: trace, Len: uint64(len(evs)), Link: prev}
+}
+
 // ListTrace lists what the tampered chain appends, so that only the
 // chain's own checks can tell.
 func (t *tampered) ListTrace(ctx context.Context, ns, trace string) iter.Seq2[blackboard.Record, error] {
@@ -220,45 +239,29 @@ func TestVerifyAttacks(t *testing.T) {
 		tp.events[key{def, "c"}] = nil
 	})
 	attack("truncate and rewrite the head/chain.tail", chain.FaultTruncated, func(tp *tampered) {
-		evs := events(t, s.st, "a")[:3]
-		tp.events[key{def, "a"}] = evs
-		tp.heads[key{def, "a"}] = chain.Head{Namespace: def, Trace: "a", Len: 3, Link: evs[2].Link}
+		tp.rechain(t, "a", events(t, s.st, "a")[:3])
 	})
 	attack("re-chain the tail/chain.head", chain.FaultHead, func(tp *tampered) {
 		evs := events(t, s.st, "a")
-		last := &evs[len(evs)-1]
-		last.Record.Payload = blackboard.Payload{"v": 600.0}
-		d, err := last.Digest()
-		if err != nil {
-			t.Fatal(err)
-		}
-		last.Link = chain.Next(evs[len(evs)-2].Link, last.Seq, d)
-		tp.events[key{def, "a"}] = evs
-		tp.heads[key{def, "a"}] = chain.Head{Namespace: def, Trace: "a", Len: uint64(len(evs)), Link: last.Link}
+		evs[len(evs)-1].Record.Payload = blackboard.Payload{"v": 600.0}
+		tp.rechain(t, "a", evs)
 	})
 	attack("replay an old checkpoint/chain.sequence", chain.FaultCheckpoint, func(tp *tampered) {
 		evs := events(t, s.st, ledger.Trace)
 		old := evs[0]
 		old.Seq = uint64(len(evs))
 		old.Record.ID = store.RecordID(blackboard.Evidence, "", ledger.Trace, len(evs)+1)
-		d, _ := old.Digest()
-		old.Link = chain.Next(evs[len(evs)-1].Link, old.Seq, d)
-		evs = append(evs, old)
-		tp.events[key{def, ledger.Trace}] = evs
-		tp.heads[key{def, ledger.Trace}] = chain.Head{Namespace: def, Trace: ledger.Trace, Len: uint64(len(evs)), Link: old.Link}
+		tp.rechain(t, ledger.Trace, append(evs, old))
 	})
 	attack("drop the newest checkpoint/trusted copy", chain.FaultCheckpoint, func(tp *tampered) {
-		evs := events(t, s.st, ledger.Trace)[:2]
-		tp.events[key{def, ledger.Trace}] = evs
-		tp.heads[key{def, ledger.Trace}] = chain.Head{Namespace: def, Trace: ledger.Trace, Len: 2, Link: evs[1].Link}
+		tp.rechain(t, ledger.Trace, events(t, s.st, ledger.Trace)[:2])
 	}, s.kept[2])
 	attack("a forged checkpoint vouching for a truncated trace/chain.signature", chain.FaultCheckpoint, func(tp *tampered) {
 		// Trace b cut back to its first checkpoint, and the checkpoint
 		// that vouched for its tail rewritten to vouch for the cut: its
 		// signature, kept as it was, is all that tells.
 		b := events(t, s.st, "b")[:2]
-		tp.events[key{def, "b"}] = b
-		tp.heads[key{def, "b"}] = chain.Head{Namespace: def, Trace: "b", Len: 2, Link: b[1].Link}
+		tp.rechain(t, "b", b)
 		evs := events(t, s.st, ledger.Trace)
 		c, err := ledger.Decode(evs[2].Record)
 		if err != nil {
@@ -268,10 +271,7 @@ func TestVerifyAttacks(t *testing.T) {
 		if evs[2].Record.Payload, err = ledger.Payload(&c); err != nil {
 			t.Fatal(err)
 		}
-		d, _ := evs[2].Digest()
-		evs[2].Link = chain.Next(evs[1].Link, 2, d)
-		tp.events[key{def, ledger.Trace}] = evs
-		tp.heads[key{def, ledger.Trace}] = chain.Head{Namespace: def, Trace: ledger.Trace, Len: 3, Link: evs[2].Link}
+		tp.rechain(t, ledger.Trace, evs)
 	})
 	attack("a checkpoint under another key", chain.FaultCheckpoint, func(tp *tampered) {
 		_, priv, _ := ed25519.GenerateKey(rand.Reader)
@@ -287,10 +287,7 @@ func TestVerifyAttacks(t *testing.T) {
 		if evs[2].Record.Payload, err = ledger.Payload(&c); err != nil {
 			t.Fatal(err)
 		}
-		d, _ := evs[2].Digest()
-		evs[2].Link = chain.Next(evs[1].Link, 2, d)
-		tp.events[key{def, ledger.Trace}] = evs
-		tp.heads[key{def, ledger.Trace}] = chain.Head{Namespace: def, Trace: ledger.Trace, Len: 3, Link: evs[2].Link}
+		tp.rechain(t, ledger.Trace, evs)
 	})
 }
 
